@@ -1,0 +1,61 @@
+# gpufleet.stack — developer entry points. Every target sets up what it needs.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+NODES ?= 2
+SCENARIO ?= sandbox
+
+.PHONY: demo setup venv engine images test lint sanity unit integration molecule build lock clean
+
+## demo: the README's first command — toolchain, engine, images, NODES sandbox nodes, site.yml
+demo: setup
+	sandbox/fleet up $(NODES)
+	ansible-playbook site.yml
+
+## setup: toolchain (.venv), Docker engine and node images
+setup: venv engine images
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: requirements.in requirements.lock
+	python3 -m venv $(VENV) || { apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv $(VENV); }
+	$(PY) -m pip install -q -r requirements.in -c <(grep -v '^#' requirements.lock)
+	touch $@
+
+engine:
+	sandbox/fleet engine
+
+images: engine
+	sandbox/fleet images
+
+## test: the README's second command — every check, in order, one pytest summary at the end
+test: setup
+	$(PY) -m pytest tests/lint tests/unit tests/integration
+
+lint: venv
+	$(PY) -m pytest tests/lint
+
+unit: venv
+	$(PY) -m pytest tests/unit
+
+integration: setup
+	$(PY) -m pytest tests/integration
+
+## molecule: one scenario (make molecule SCENARIO=sandbox)
+molecule: setup
+	molecule test -s $(SCENARIO)
+
+build: venv
+	ansible-galaxy collection build --force --output-path build
+
+lock:
+	rm -rf /tmp/gpufleet-lock && python3 -m venv /tmp/gpufleet-lock
+	/tmp/gpufleet-lock/bin/pip install -q -r requirements.in
+	{ echo '# Full lock of the toolchain (pip freeze of a venv made from requirements.in). Regenerate with `make lock`.'; \
+	  /tmp/gpufleet-lock/bin/pip freeze; } > requirements.lock
+
+clean:
+	sandbox/fleet down --all
+	rm -rf build .cache

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Build a sandbox node root filesystem with debootstrap and stream it as a tar on stdout.
+#   image-recipe.sh SUITE
+# `sandbox/fleet images` hashes this file: any change here rebuilds the images.
+set -euo pipefail
+suite=${1:?usage: image-recipe.sh SUITE}
+mirror=${GPUFLEET_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+root=$(mktemp -d "${TMPDIR:-/tmp}/gpufleet-rootfs-${suite}.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+
+# What a node needs for Ansible and our roles: systemd as PID 1, python3 (+ apt bindings for
+# ansible.builtin.apt), sudo, and what apt needs to verify signed third-party repositories.
+debootstrap --variant=minbase \
+  --include=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,ca-certificates,gnupg,procps,kmod,pciutils \
+  "$suite" "$root" "$mirror" >&2
+
+# All components: Debian's NVIDIA driver, nvidia-smi and libnvidia-ml1 live in non-free.
+cat >"$root/etc/apt/sources.list" <<EOF
+deb $mirror $suite main contrib non-free non-free-firmware
+EOF
+# Services that make no sense in a container and would only fail or slow boot.
+for unit in systemd-resolved.service systemd-timesyncd.service getty.target \
+  systemd-networkd.service apt-daily.timer apt-daily-upgrade.timer; do
+  ln -sf /dev/null "$root/etc/systemd/system/$unit"
+done
+# Ansible's become works without a tty.
+echo 'Defaults !requiretty' >"$root/etc/sudoers.d/gpufleet-sandbox"
+chmod 0440 "$root/etc/sudoers.d/gpufleet-sandbox"
+rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/archives/*.deb
+tar -C "$root" --numeric-owner -c .
