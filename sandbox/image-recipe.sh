@@ -6,13 +6,14 @@ set -euo pipefail
 suite=${1:?usage: image-recipe.sh SUITE}
 mirror=${GPUFLEET_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 root=$(mktemp -d "${TMPDIR:-/tmp}/gpufleet-rootfs-${suite}.XXXXXX")
-trap 'rm -rf "$root"' EXIT
+trap 'rm -rf "$root" "$root.log"' EXIT
 
 # What a node needs for Ansible and our roles: systemd as PID 1, python3 (+ apt bindings for
 # ansible.builtin.apt), sudo, and what apt needs to verify signed third-party repositories.
 debootstrap --variant=minbase \
   --include=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,ca-certificates,gnupg,procps,kmod,pciutils \
-  "$suite" "$root" "$mirror" >&2
+  "$suite" "$root" "$mirror" >"$root.log" 2>&1 || { cat "$root.log" >&2; exit 1; }
+rm -f "$root.log"
 
 # All components: Debian's NVIDIA driver, nvidia-smi and libnvidia-ml1 live in non-free.
 cat >"$root/etc/apt/sources.list" <<EOF
@@ -26,5 +27,9 @@ done
 # Ansible's become works without a tty.
 echo 'Defaults !requiretty' >"$root/etc/sudoers.d/gpufleet-sandbox"
 chmod 0440 "$root/etc/sudoers.d/gpufleet-sandbox"
-rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/archives/*.deb
+# No package lists in the image (they would be stale and lack non-free). The lists directory is dated
+# 1970 so that apt's cache_valid_time always sees a cache to refresh on a new node.
+rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
+mkdir -p "$root/var/lib/apt/lists/partial"
+touch -d @0 "$root/var/lib/apt/lists"
 tar -C "$root" --numeric-owner -c .

@@ -1,0 +1,60 @@
+"""sandbox/fleet's pure parts: argument errors and the inventory it writes (no Docker needed)."""
+
+import importlib.machinery
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    loader = importlib.machinery.SourceFileLoader("fleet", str(ROOT / "sandbox" / "fleet"))
+    spec = importlib.util.spec_from_loader("fleet", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def node(name, image="debian12"):
+    return {"Name": f"/{name}", "Config": {"Labels": {"gpufleet.sandbox": "1", "gpufleet.sandbox.image": image}}}
+
+
+def test_inventory_reaches_nodes_through_docker_only(fleet):
+    inventory = yaml.safe_load(fleet.render_inventory([node("gpu-1"), node("gpu-2", "debian13")]))
+    hosts = inventory["all"]["children"]["gpu_nodes"]["hosts"]
+    assert list(hosts) == ["gpu-1", "gpu-2"]
+    assert {h["ansible_connection"] for h in hosts.values()} == {"community.docker.docker"}
+    assert hosts["gpu-2"]["gpufleet_sandbox_image"] == "debian13"
+
+
+def test_empty_inventory_is_valid_and_has_no_hosts(fleet):
+    inventory = yaml.safe_load(fleet.render_inventory([]))
+    assert inventory["all"]["children"]["gpu_nodes"]["hosts"] == {}
+
+
+def test_every_node_runs_with_host_networking_and_no_privileged(fleet):
+    args = fleet.NODE_RUN_ARGS
+    assert args[args.index("--network") + 1] == "host"
+    assert "--privileged" not in args
+    assert args[args.index("--cap-add") + 1] == "SYS_ADMIN"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["up", "0"], "N must be a positive number"),
+        (["up"], "N must be a positive number"),
+        (["up", "2", "--name", "x"], "either N or --name"),
+    ],
+)
+def test_bad_arguments_say_what_to_do(fleet, capsys, argv, message):
+    assert fleet.main(argv) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_recipe_digest_changes_with_the_suite(fleet):
+    assert fleet.recipe_digest("debian12") != fleet.recipe_digest("debian13")
