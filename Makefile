@@ -8,15 +8,19 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 NODES ?= 2
 SCENARIO ?= sandbox
 
-.PHONY: demo setup venv engine images test lint sanity unit integration molecule build lock clean
+.PHONY: demo setup venv engine images tools test lint sanity unit integration molecule build lock clean
 
 ## demo: the README's first command — toolchain, engine, images, NODES sandbox nodes, site.yml
 demo: setup
 	sandbox/fleet up $(NODES)
 	ansible-playbook site.yml
 
-## setup: toolchain (.venv), Docker engine and node images
-setup: venv engine images
+## setup: toolchain (.venv), Docker engine, node images, and the browser that checks the HTML report
+setup: venv engine images tools
+
+tools:
+	@command -v chromium >/dev/null && command -v pdftotext >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils >/dev/null; }
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements.in requirements.lock

@@ -1,0 +1,75 @@
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller side of gpufleet.stack.fleet_report: hostvars (cached facts) in, report files out."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.stack.plugins.module_utils._report import (
+    build_rows,
+    render_html,
+    render_markdown,
+    summary,
+)
+
+ARGUMENT_SPEC = {
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "dest": {"type": "path", "required": True},
+}
+FILES = ("fleet-report.json", "fleet-report.md", "fleet-report.html")
+
+
+def _host_data(hostvars, host):
+    """Only what the report reads, so that nothing else of a host's variables is templated."""
+    hv = hostvars[host]
+    facts = hv.get("ansible_facts") or {}
+    return {
+        "ansible_facts": {k: facts[k] for k in ("gpufleet_gpu", "gpufleet_installed") if k in facts},
+        "gpufleet_stack": hv.get("gpufleet_stack"),
+    }
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
+        hostvars = task_vars["hostvars"]
+        unknown = [h for h in args["hosts"] if h not in hostvars]
+        if unknown:
+            raise AnsibleActionFail(f"hosts names {', '.join(unknown)}, not in the inventory: pass groups['all']")
+        rows = build_rows({h: _host_data(hostvars, h) for h in args["hosts"]})
+        dest = args["dest"]
+        json_path = os.path.join(dest, FILES[0])
+        previous = None
+        if os.path.exists(json_path):
+            with open(json_path, encoding="utf-8") as stream:
+                previous = json.load(stream).get("rows")
+        result.update(
+            changed=previous != rows,
+            summary=summary(rows),
+            files=[os.path.join(dest, name) for name in FILES],
+            unhealthy=[r["host"] for r in rows if r["health"] in ("critical", "warning")],
+            drifted=[r["host"] for r in rows if r["drift"]],
+        )
+        if self._task.check_mode or not result["changed"]:
+            return result
+        generated = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        os.makedirs(dest, exist_ok=True)
+        contents = (
+            json.dumps({"generated": generated, "summary": result["summary"], "rows": rows}, indent=2, sort_keys=True),
+            render_markdown(rows, generated),
+            render_html(rows, generated),
+        )
+        for name, text in zip(FILES, contents, strict=True):
+            with open(os.path.join(dest, name), "w", encoding="utf-8") as stream:
+                stream.write(text)
+        return result

@@ -1,0 +1,80 @@
+#!/usr/bin/python
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# The work happens in the action plugin of the same name, on the controller.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: fleet_report
+short_description: Write a fleet report (JSON, Markdown, HTML) from cached GPU and stack facts
+version_added: "0.1.0"
+description:
+  - Reads, on the controller, each host's cached C(gpufleet_gpu) facts (M(gpufleet.stack.gpu_facts)) and
+    C(gpufleet_installed) facts (M(gpufleet.stack.stack_facts)), and its desired stack C(gpufleet_stack).
+  - Writes C(fleet-report.json), C(fleet-report.md) and a self-contained C(fleet-report.html) to O(dest), one row
+    per host with GPUs, driver, CUDA, health findings and drift from the desired stack, worst hosts first.
+  - Reports C(changed) only when a row changed since the last report.
+options:
+  hosts:
+    description: Inventory hosts to report on, usually C(groups['all']).
+    type: list
+    elements: str
+    required: true
+  dest:
+    description: Directory on the controller to write the report files to; created when missing.
+    type: path
+    required: true
+attributes:
+  check_mode:
+    description: Reports what would change without writing files.
+    support: full
+  diff_mode:
+    description: No diff is shown.
+    support: none
+  platform:
+    description: Runs on the controller.
+    support: full
+    platforms: all
+  action:
+    description: Implemented by an action plugin on the controller.
+    support: full
+author:
+  - gpufleet.stack maintainers (@gpufleet)
+seealso:
+  - module: gpufleet.stack.gpu_facts
+  - module: gpufleet.stack.stack_facts
+"""
+
+EXAMPLES = r"""
+- name: Write the fleet report
+  gpufleet.stack.fleet_report:
+    hosts: "{{ groups['all'] }}"
+    dest: "{{ playbook_dir }}/../reports"
+  run_once: true
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+summary:
+  description: Host counts.
+  returned: always
+  type: dict
+  sample: {"hosts": 3, "ok": 1, "critical": 1, "warning": 0, "drifted": 1}
+files:
+  description: Paths of the report files.
+  returned: always
+  type: list
+  elements: str
+unhealthy:
+  description: Hosts whose GPU health is critical or warning.
+  returned: always
+  type: list
+  elements: str
+drifted:
+  description: Hosts that differ from their desired stack.
+  returned: always
+  type: list
+  elements: str
+"""
