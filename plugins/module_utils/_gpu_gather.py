@@ -1,0 +1,222 @@
+# Copyright: (c) 2026, gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Assemble ansible_facts['gpufleet_gpu']: probe the library safely, then NVML, then health and labels.
+
+The kernel-log reader is passed in by the module (it needs run_command); everything else is here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+
+from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_health as health
+from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_host as host
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_labels import gfd_labels
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_nvml import (
+    collect_gpus,
+    collect_topology,
+    system_info,
+)
+
+LIBRARY = "libnvidia-ml.so.1"  # the soname pynvml loads on Linux
+SIM_MARKER = "gpufleet_nvml_sim_profile_path"
+
+
+def _mapped_path(fragment):
+    """Path of the first mapped file whose name contains fragment (what dlopen really loaded)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                path = line.split(None, 5)[-1].strip()
+                if fragment in path and path.startswith("/"):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def probe_library():
+    """dlopen libnvidia-ml.so.1 the way pynvml will, without nvmlInit.
+
+    dlopen of the real library runs no code that touches /dev (tests/unit/gpu_facts/test_real_libnvidia_ml.py
+    proves it with Debian's libnvidia-ml1); only nvmlInit does. The simulator exports marker symbols.
+    """
+    try:
+        lib = ctypes.CDLL(LIBRARY)
+    except OSError as exc:
+        return {"found": False, "simulator": False, "path": None, "version": None, "error": str(exc)}
+    path = _mapped_path("libnvidia-ml")
+    probe = {"found": True, "simulator": False, "path": path, "version": host.library_version_from_path(path)}
+    if hasattr(lib, SIM_MARKER):
+        probe["simulator"] = True
+        for name, key in ((SIM_MARKER, "profile"), ("gpufleet_nvml_sim_host_json", "host_json")):
+            func = getattr(lib, name, None)
+            if func is not None:
+                func.restype = ctypes.c_char_p
+                raw = func()
+                probe[key] = raw.decode("utf-8", "replace") if raw else None
+    return probe
+
+
+def simulated_host(host_json):
+    """The simulator profile's `host` object mapped onto our host facts; {} when absent or unreadable."""
+    try:
+        data = json.loads(host_json or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    mapped = {}
+    if "driver_loaded" in data:
+        mapped["loaded"] = bool(data["driver_loaded"])
+    for key, ours in (
+        ("kernel_module_version", "version"),
+        ("kernel_module_flavor", "flavor"),
+        ("nouveau_loaded", "nouveau_loaded"),
+        ("machine", "machine"),
+    ):
+        if key in data:
+            mapped[ours] = data[key]
+    lines = data.get("xid_lines", data.get("kernel_log"))
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    if isinstance(lines, list):
+        mapped["kernel_log_lines"] = [str(line) for line in lines]
+    devices = data.get("pci_devices")
+    if isinstance(devices, list):
+        mapped["pci_devices"] = [
+            host.pci_device(
+                dev.get("bus_id"),
+                dev.get("vendor_id", host.NVIDIA_PCI_VENDOR),
+                dev.get("device_id"),
+                dev.get("class", ""),
+                dev.get("driver"),
+            )
+            for dev in devices
+            if isinstance(dev, dict)
+        ]
+    return mapped
+
+
+def empty_facts():
+    return {
+        "driver_state": "error",
+        "driver_state_reason": None,
+        "driver_version": None,
+        "library_version": None,
+        "kernel_module_version": None,
+        "cuda_driver_version": None,
+        "nvml_version": None,
+        "kernel_module_flavor": None,
+        "nouveau_loaded": False,
+        "pci_devices": [],
+        "nvswitch_present": False,
+        "fabricmanager_required": False,
+        "gpu_count": 0,
+        "gpus": [],
+        "topology": {},
+        "labels": {},
+        "health": [],
+        "health_status": "ok",
+        "kernel_log": {"read": False, "source": None, "note": None, "xid_lines": []},
+        "source": "sysfs",
+        "simulated": False,
+    }
+
+
+def _import_pynvml():
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    return pynvml
+
+
+def _run_nvml(facts, nvml, params, kmod):
+    """nvmlInit, gather, nvmlShutdown; sets driver_state and the NVML facts. Returns the device handles."""
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as exc:
+        facts["driver_state"], facts["driver_state_reason"] = host.classify_init_error(
+            getattr(exc, "value", None), facts["library_version"], kmod.get("version")
+        )
+        return
+    try:
+        info = system_info(nvml)
+        facts["driver_state"] = "loaded"
+        facts["driver_state_reason"] = "nvmlInit succeeded"
+        facts["driver_version"] = info["driver_version"]
+        facts["library_version"] = facts["library_version"] or info["driver_version"]
+        facts["cuda_driver_version"] = host.cuda_version_string(info["cuda_driver_version_int"])
+        facts["nvml_version"] = info["nvml_version"]
+        facts["gpus"], handles = collect_gpus(nvml, info["gpu_count"], params.get("gather_processes", True))
+        facts["gpu_count"] = len(facts["gpus"])
+        if params.get("gather_topology", True):
+            facts["topology"] = collect_topology(nvml, handles)
+    finally:
+        with contextlib.suppress(nvml.NVMLError):
+            nvml.nvmlShutdown()
+
+
+def gather(params, read_kernel_log, probe=None, nvml_module=None):
+    """Build the facts dict. read_kernel_log() -> (lines or None, source, note)."""
+    facts = empty_facts()
+    probe = probe if probe is not None else probe_library()
+    kmod = host.read_kernel_module(params.get("sysfs_root", "/"), params.get("procfs_root", "/"))
+    pci = host.read_pci_devices(params.get("sysfs_root", "/"))
+    sim = simulated_host(probe.get("host_json")) if probe.get("simulator") else {}
+    kmod.update({k: sim[k] for k in ("loaded", "version", "flavor", "nouveau_loaded") if k in sim})
+    pci = sim.get("pci_devices", pci)
+    facts.update(
+        {
+            "simulated": bool(probe.get("simulator")),
+            "library_version": probe.get("version"),
+            "kernel_module_version": kmod["version"],
+            "kernel_module_flavor": kmod["flavor"] if kmod["loaded"] else None,
+            "nouveau_loaded": bool(kmod["nouveau_loaded"]),
+            "pci_devices": pci,
+            "nvswitch_present": any(dev["is_nvswitch"] for dev in pci),
+        }
+    )
+    facts["fabricmanager_required"] = facts["nvswitch_present"]
+
+    call_init, state, reason = host.plan_probe(kmod["loaded"], probe.get("found"), probe.get("simulator"))
+    facts["driver_state"], facts["driver_state_reason"] = state, reason
+    nvml = nvml_module or (_import_pynvml() if call_init else None)
+    if call_init and nvml is None:
+        facts["driver_state"] = "error"
+        facts["driver_state_reason"] = "the pynvml module (PyPI nvidia-ml-py) is not installed on the managed host"
+    elif call_init:
+        facts["source"] = "nvml-simulator" if probe.get("simulator") else "nvml"
+        _run_nvml(facts, nvml, params, kmod)
+
+    _health_and_labels(facts, params, read_kernel_log, sim)
+    return facts
+
+
+def _health_and_labels(facts, params, read_kernel_log, sim):
+    findings = health.host_findings(
+        facts["driver_state"], facts["driver_state_reason"], facts["pci_devices"], facts["nouveau_loaded"]
+    )
+    for gpu in facts["gpus"]:
+        findings.extend(health.gpu_findings(gpu, params.get("temperature_threshold", 85)))
+    if params.get("kernel_log", True):
+        if "kernel_log_lines" in sim:
+            lines, source, note = sim["kernel_log_lines"], "simulator", "kernel log lines from the simulator profile"
+        else:
+            lines, source, note = read_kernel_log()
+        xid_lines = host.kernel_log_xid_lines("\n".join(lines or []))
+        facts["kernel_log"] = {"read": lines is not None, "source": source, "note": note, "xid_lines": xid_lines}
+        findings.extend(health.xid_findings(xid_lines, facts["gpus"]))
+    else:
+        facts["kernel_log"]["note"] = "kernel_log=false: not read"
+    facts["health"] = findings
+    facts["health_status"] = health.health_status(findings)
+    facts["labels"] = gfd_labels(
+        facts["driver_version"],
+        facts["cuda_driver_version"],
+        facts["gpus"],
+        sim.get("machine", host.read_machine(params.get("sysfs_root", "/"))),
+    )

@@ -1,0 +1,207 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gpu_facts
+short_description: Gather NVIDIA GPU, driver and health facts through NVML
+version_added: "0.1.0"
+description:
+  - Reports, under C(ansible_facts['gpufleet_gpu']), the driver state (not installed, installed but not
+    loaded, library/kernel module mismatch, loaded), driver, CUDA driver and NVML versions, the kernel module
+    flavor, whether nouveau is loaded, the NVIDIA PCI functions seen in sysfs even with no driver, whether
+    NVSwitch chips are present (and so Fabric Manager is required), per-GPU facts, GPU topology,
+    GPU Feature Discovery style labels and a list of health findings.
+  - Queries NVML through the C(pynvml) module (PyPI C(nvidia-ml-py)) on the managed host.
+  - Never calls C(nvmlInit) when the nvidia kernel module is not loaded (neither C(/sys/module/nvidia) nor
+    C(/proc/driver/nvidia/version) exists), because the real library, run as root, would create
+    C(/dev/nvidiactl). The library is only C(dlopen)ed to learn whether it exists; the gpufleet NVML simulator
+    (C(sandbox/nvml-sim)) is recognised by its exported marker symbol and always initialised.
+  - A missing C(pynvml), a missing library, a driver that is not loaded or a query a card does not support
+    give facts (with C(null) for unsupported fields), never a failure.
+author:
+  - gpufleet.stack maintainers (@gpufleet)
+options:
+  temperature_threshold:
+    description:
+      - GPU temperature in degrees Celsius at or over which a C(warning) finding is reported.
+      - A temperature at or over the card's own slowdown threshold is always C(critical).
+    type: int
+    default: 85
+  gather_topology:
+    description:
+      - Query the NVML common ancestor of every GPU pair (n*(n-1)/2 calls).
+    type: bool
+    default: true
+  gather_processes:
+    description:
+      - Count the compute processes running on each GPU.
+    type: bool
+    default: true
+  kernel_log:
+    description:
+      - Read the kernel log (C(dmesg), else C(journalctl -k -b)) for NVRM Xid lines and report them as findings.
+      - Read-only. When neither is readable this is said in C(kernel_log.note) and no finding is made.
+    type: bool
+    default: true
+  sysfs_root:
+    description:
+      - Directory under which C(/sys) is read. For tests; leave the default on real hosts.
+    type: path
+    default: /
+  procfs_root:
+    description:
+      - Directory under which C(/proc/driver/nvidia) is read. For tests; leave the default on real hosts.
+    type: path
+    default: /
+requirements:
+  - pynvml (PyPI C(nvidia-ml-py)) on the managed host, to report GPUs; without it only host facts are reported.
+notes:
+  - A PCIe link below its maximum is only reported for a busy GPU; an idle GPU lowers its link speed to save
+    power, so a low link on an idle card is normal.
+  - Persistence mode off is an C(info) finding; C(info) findings do not change C(health_status).
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: The module only reads; check mode gathers the same facts.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+  facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+    support: full
+seealso:
+  - name: NVML API reference
+    description: The library the facts come from.
+    link: https://docs.nvidia.com/deploy/nvml-api/index.html
+  - name: Xid errors
+    description: Meaning of the Xid codes reported from the kernel log.
+    link: https://docs.nvidia.com/deploy/xid-errors/index.html
+  - name: GPU Feature Discovery
+    description: The node labels C(labels) imitates.
+    link: https://github.com/NVIDIA/k8s-device-plugin/blob/main/docs/gpu-feature-discovery/README.md
+  - module: ansible.builtin.setup
+"""
+
+EXAMPLES = r"""
+- name: Gather GPU facts
+  gpufleet.stack.gpu_facts:
+
+- name: Stop when a GPU is unhealthy
+  ansible.builtin.assert:
+    that: ansible_facts['gpufleet_gpu']['health_status'] != 'critical'
+    fail_msg: "{{ ansible_facts['gpufleet_gpu']['health'] | selectattr('severity', '==', 'critical') | list }}"
+
+- name: Warn from 80 degrees, skip topology on a large node
+  gpufleet.stack.gpu_facts:
+    temperature_threshold: 80
+    gather_topology: false
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to ansible_facts.
+  returned: always
+  type: complex
+  contains:
+    gpufleet_gpu:
+      description:
+        - GPU facts of the host. Keys below; per-GPU dicts hold C(index), C(name), C(uuid), C(serial),
+          C(pci_bus_id), C(minor_number), C(architecture), C(compute_capability), C(memory_total_mib),
+          C(persistence_mode), C(compute_mode), C(utilization_gpu_pct), C(ecc), C(retired_pages), C(remapped_rows),
+          C(temperature), C(power), C(clocks), C(clocks_max), C(throttle_reasons), C(pcie), C(nvlink), C(mig),
+          C(compute_processes); an unsupported field is C(null).
+        - Other keys are C(driver_state_reason), C(library_version), C(kernel_module_version), C(nvml_version),
+          C(kernel_module_flavor) (open, proprietary or null), C(nouveau_loaded), C(pci_devices),
+          C(nvswitch_present), C(fabricmanager_required), C(gpu_count), C(topology) (C("0-1") to an NVML
+          topology level name), C(labels), C(kernel_log), C(source) (nvml, nvml-simulator or sysfs) and
+          C(simulated).
+      returned: always
+      type: dict
+      contains:
+        driver_state:
+          description: not_installed, not_loaded, mismatch, loaded or error.
+          type: str
+          sample: loaded
+        driver_version:
+          description: Driver version NVML reports; null unless loaded.
+          type: str
+          sample: "570.133.20"
+        cuda_driver_version:
+          description: Highest CUDA version the driver supports, major.minor.
+          type: str
+          sample: "12.8"
+        gpus:
+          description: One dict per GPU.
+          type: list
+          elements: dict
+        health:
+          description:
+            - Findings, each with severity (critical, warning, info), gpu (index or null), what, value, threshold.
+          type: list
+          elements: dict
+          sample: [{severity: critical, gpu: 3, what: uncorrectable ECC errors since boot, value: 2, threshold: 0}]
+        health_status:
+          description: ok, warning or critical (the worst finding; info findings do not count).
+          type: str
+          sample: ok
+        labels:
+          description: GPU Feature Discovery style labels, all values strings.
+          type: dict
+          sample: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB, nvidia.com/gpu.count: "8"}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
+
+
+def kernel_log_reader(module):
+    """Return a function reading the kernel log read-only: dmesg first, then the journal of this boot."""
+
+    def read():
+        notes = []
+        for argv in (["dmesg"], ["journalctl", "-k", "-b", "-q", "--no-pager", "-o", "short-monotonic"]):
+            binary = module.get_bin_path(argv[0])
+            if not binary:
+                notes.append(f"{argv[0]} not found")
+                continue
+            rc, out, err = module.run_command([binary, *argv[1:]])
+            if rc == 0:
+                return out.splitlines(), argv[0], None
+            notes.append(f"{argv[0]} exited {rc}: {(err or out).strip()[:200]}")
+        return None, None, "kernel log unreadable, Xid lines not checked: " + "; ".join(notes)
+
+    return read
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "temperature_threshold": {"type": "int", "default": 85},
+            "gather_topology": {"type": "bool", "default": True},
+            "gather_processes": {"type": "bool", "default": True},
+            "kernel_log": {"type": "bool", "default": True},
+            "sysfs_root": {"type": "path", "default": "/"},
+            "procfs_root": {"type": "path", "default": "/"},
+        },
+        supports_check_mode=True,
+    )
+    if not 0 < module.params["temperature_threshold"] < 200:
+        module.fail_json(
+            msg=f"temperature_threshold {module.params['temperature_threshold']} is not a GPU temperature in "
+            "degrees Celsius; use a value between 1 and 199, e.g. 85"
+        )
+    facts = gather(module.params, kernel_log_reader(module))
+    module.exit_json(changed=False, ansible_facts={"gpufleet_gpu": facts})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""gpu_facts through main() with patched arguments: driver states, missing pynvml, unsupported queries."""
+
+import json
+
+import pynvml
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_gather
+from ansible_collections.gpufleet.stack.plugins.modules import gpu_facts
+
+from .conftest import fixture_text
+
+NO_LIB = {"found": False, "simulator": False, "path": None, "version": None}
+REAL_LIB = {"found": True, "simulator": False, "path": "/usr/lib/libnvidia-ml.so.570.133.20", "version": "570.133.20"}
+
+
+def run_main(capsys, args):
+    with patch_module_args(args), pytest.raises(SystemExit) as exc:
+        gpu_facts.main()
+    result = json.loads(capsys.readouterr().out)
+    return exc.value.code, result
+
+
+class Forbidden:
+    """Stands in for pynvml where nvmlInit must not be reached."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"pynvml.{name} used although the driver is not loaded")
+
+
+class Unsupported:
+    """pynvml whose every device query answers NVML_ERROR_NOT_SUPPORTED, like an old consumer card."""
+
+    def __init__(self, count=1):
+        self.count = count
+        self.calls = []
+
+    def __getattr__(self, name):
+        if not name.startswith("nvml"):
+            return getattr(pynvml, name)
+
+        def call(*args):
+            self.calls.append(name)
+            answers = {
+                "nvmlInit": None,
+                "nvmlShutdown": None,
+                "nvmlDeviceGetCount": self.count,
+                "nvmlDeviceGetHandleByIndex": object(),
+                "nvmlDeviceGetName": "NVIDIA GeForce GTX 1080",
+                "nvmlSystemGetDriverVersion": "535.261.03",
+                "nvmlSystemGetCudaDriverVersion": 12020,
+            }
+            if name in answers:
+                return answers[name]
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+        return call
+
+
+@pytest.fixture
+def roots(fake_root):
+    return {"sysfs_root": str(fake_root.path), "procfs_root": str(fake_root.path), "kernel_log": False}
+
+
+def test_not_installed(capsys, monkeypatch, roots):
+    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(_gpu_gather, "_import_pynvml", Forbidden)
+    rc, result = run_main(capsys, roots)
+    facts = result["ansible_facts"]["gpufleet_gpu"]
+    assert rc == 0
+    assert result["changed"] is False
+    assert (facts["driver_state"], facts["source"], facts["gpu_count"]) == ("not_installed", "sysfs", 0)
+
+
+def test_library_without_module_never_initialises(capsys, monkeypatch, roots, fake_root):
+    fake_root.pci("0000:07:00.0", "0x20b0", "0x030200")
+    fake_root.pci("0000:c1:00.0", "0x1af1", "0x068000")
+    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(_gpu_gather, "_import_pynvml", Forbidden)
+    _, result = run_main(capsys, {**roots, "_ansible_check_mode": True})
+    facts = result["ansible_facts"]["gpufleet_gpu"]
+    assert facts["driver_state"] == "not_loaded"
+    assert facts["library_version"] == "570.133.20"
+    assert [d["bus_id"] for d in facts["pci_devices"]] == ["0000:07:00.0", "0000:c1:00.0"]
+    assert facts["nvswitch_present"] is True
+    assert facts["fabricmanager_required"] is True
+    assert facts["health_status"] == "critical"
+    assert facts["health"][0]["what"] == "NVIDIA GPUs present but driver not_loaded"
+
+
+def test_missing_pynvml_gives_facts(capsys, monkeypatch, roots, fake_root):
+    fake_root.module("nvidia")
+    fake_root.write("proc/driver/nvidia/version", fixture_text("proc-version-open-570.txt"))
+    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: None)
+    rc, result = run_main(capsys, roots)
+    facts = result["ansible_facts"]["gpufleet_gpu"]
+    assert rc == 0
+    assert facts["driver_state"] == "error"
+    assert "nvidia-ml-py" in facts["driver_state_reason"]
+    assert (facts["kernel_module_version"], facts["kernel_module_flavor"]) == ("570.133.20", "open")
+
+
+def test_unsupported_queries_are_null(capsys, monkeypatch, roots, fake_root):
+    fake_root.module("nvidia")
+    fake = Unsupported(count=2)
+    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: fake)
+    _, result = run_main(capsys, roots)
+    facts = result["ansible_facts"]["gpufleet_gpu"]
+    assert (facts["driver_state"], facts["driver_version"], facts["cuda_driver_version"]) == (
+        "loaded",
+        "535.261.03",
+        "12.2",
+    )
+    assert facts["gpu_count"] == 2
+    gpu = facts["gpus"][1]
+    assert gpu["name"] == "NVIDIA GeForce GTX 1080"
+    assert gpu["uuid"] is None
+    assert gpu["temperature"] == {"current_c": None, "slowdown_c": None, "shutdown_c": None}
+    assert gpu["ecc"]["volatile_uncorrected"] is None
+    assert gpu["throttle_reasons"] is None
+    assert gpu["nvlink"] == {"links_up": 0, "links_total": 0, "version": None}
+    assert gpu["mig"] == {"current": None, "pending": None, "instances": []}
+    assert facts["topology"] == {"0-1": None}
+    assert facts["health_status"] == "ok"
+    assert fake.calls[-1] == "nvmlShutdown"
+
+
+def test_init_mismatch_reports_both_versions(capsys, monkeypatch, roots, fake_root):
+    fake_root.module("nvidia")
+    fake_root.write("proc/driver/nvidia/version", fixture_text("proc-version-proprietary-535.txt"))
+
+    class Mismatch(Unsupported):
+        def __getattr__(self, name):
+            if name == "nvmlInit":
+
+                def init():
+                    raise pynvml.NVMLError(pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+
+                return init
+            return super().__getattr__(name)
+
+    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: {**REAL_LIB, "version": "535.261.03"})
+    monkeypatch.setattr(_gpu_gather, "_import_pynvml", Mismatch)
+    _, result = run_main(capsys, roots)
+    facts = result["ansible_facts"]["gpufleet_gpu"]
+    assert facts["driver_state"] == "mismatch"
+    assert "535.261.03" in facts["driver_state_reason"]
+    assert "535.183.01" in facts["driver_state_reason"]
+    assert facts["gpus"] == []
+
+
+def test_kernel_log_unreadable_is_said(capsys, monkeypatch, roots):
+    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(gpu_facts.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: None)
+    _, result = run_main(capsys, {**roots, "kernel_log": True})
+    log = result["ansible_facts"]["gpufleet_gpu"]["kernel_log"]
+    assert log["read"] is False
+    assert "dmesg not found" in log["note"]
+
+
+def test_kernel_log_xids_become_findings(capsys, monkeypatch, roots):
+    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(gpu_facts.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: f"/usr/bin/{name}")
+    argvs = []
+
+    def run_command(self, argv, *args, **kwargs):
+        argvs.append(argv)
+        return 0, fixture_text("dmesg-xid.txt"), ""
+
+    monkeypatch.setattr(gpu_facts.AnsibleModule, "run_command", run_command)
+    _, result = run_main(capsys, {**roots, "kernel_log": True, "_ansible_check_mode": True})
+    facts = result["ansible_facts"]["gpufleet_gpu"]
+    assert argvs == [["/usr/bin/dmesg"]]  # read-only, also in check mode
+    assert facts["kernel_log"]["source"] == "dmesg"
+    assert len(facts["kernel_log"]["xid_lines"]) == 4
+    assert [f["what"] for f in facts["health"] if f["severity"] == "critical"] == [
+        "Xid 48 in kernel log",
+        "Xid 79 in kernel log",
+    ]
+    assert facts["health_status"] == "critical"
+
+
+def test_bad_threshold_fails_naming_the_option(capsys, roots):
+    rc, result = run_main(capsys, {**roots, "temperature_threshold": 0})
+    assert rc == 1
+    assert result["failed"] is True
+    assert "temperature_threshold 0" in result["msg"]
