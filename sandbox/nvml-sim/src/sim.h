@@ -1,0 +1,54 @@
+/* Shared internals of the gpufleet NVML simulator (see ../README.md for the profile schema). */
+#ifndef GPUFLEET_SIM_H
+#define GPUFLEET_SIM_H
+
+/* Export both the versioned entry points and the old unversioned names, as the real library does. */
+#define NVML_NO_UNVERSIONED_FUNC_DEFS
+#include <nvml.h>
+
+#include "sim_json.h"
+
+#define SIM_DEFAULT_PROFILE "/etc/gpufleet/nvml-sim/profile.json"
+#define SIM_EXPORT __attribute__((visibility("default")))
+
+struct nvmlDevice_st {
+    sj_node *node;                 /* the GPU or MIG device object of the profile */
+    struct nvmlDevice_st *parent;  /* physical GPU of a MIG device, NULL for a physical GPU */
+    unsigned int index;            /* GPU index, or MIG slot on the parent */
+};
+
+/* Name tables: profile strings <-> NVML enum values. */
+typedef struct {
+    const char *name;
+    unsigned long long value;
+} sim_enum;
+
+extern const sim_enum sim_errors[];
+
+int sim_enum_lookup(const sim_enum *table, const char *name, unsigned long long *value);
+
+/* State, valid between a successful nvmlInit and the last nvmlShutdown. */
+int sim_initialized(void);
+sj_node *sim_profile(void);
+unsigned int sim_device_count(void);
+struct nvmlDevice_st *sim_device_at(unsigned int index);
+struct nvmlDevice_st *sim_mig_device(struct nvmlDevice_st *parent, unsigned int slot);
+unsigned int sim_mig_count(struct nvmlDevice_st *parent);
+
+/* Resolve a handle: UNINITIALIZED before init, INVALID_ARGUMENT for a handle we never gave out. */
+nvmlReturn_t sim_dev(nvmlDevice_t device, struct nvmlDevice_st **out);
+/*
+ * Look up a dotted path under the device object. Absent or null means the card does not support it
+ * (NOT_SUPPORTED); {"nvml_error": "NAME"} returns that error, as does a device-level "nvml_error"
+ * (e.g. GPU_IS_LOST for a card that fell off the bus).
+ */
+nvmlReturn_t sim_field(nvmlDevice_t device, const char *path, sj_node **out);
+nvmlReturn_t sim_uint(nvmlDevice_t device, const char *path, unsigned long long *out);
+nvmlReturn_t sim_bool(nvmlDevice_t device, const char *path, int *out);
+nvmlReturn_t sim_copy_str(nvmlDevice_t device, const char *path, char *buf, unsigned int len);
+nvmlReturn_t sim_put_str(const char *value, char *buf, unsigned int len);
+/* Same conventions for a node already in hand. */
+nvmlReturn_t sim_node_check(sj_node *node);
+int sim_node_uint(const sj_node *node, unsigned long long *out);
+
+#endif

@@ -1,0 +1,502 @@
+/*
+ * NVML simulator core: profile loading, init/shutdown, system queries, device handles and the
+ * two gpufleet_nvml_sim_* marker symbols. Device queries live in sim_device.c.
+ */
+#include "sim.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION
+#define GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION ""
+#endif
+#ifndef GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION
+#define GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION 0
+#endif
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int refcount;
+static sj_node *profile;
+static struct nvmlDevice_st *devices; /* physical GPUs first, then every MIG device */
+static unsigned int ndevices, nall;
+static char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+
+/* nvmlReturn_t names as the profile spells them (without the NVML_ERROR_ prefix) and nvmlErrorString text. */
+const sim_enum sim_errors[] = {
+    {"SUCCESS", NVML_SUCCESS},
+    {"UNINITIALIZED", NVML_ERROR_UNINITIALIZED},
+    {"INVALID_ARGUMENT", NVML_ERROR_INVALID_ARGUMENT},
+    {"NOT_SUPPORTED", NVML_ERROR_NOT_SUPPORTED},
+    {"NO_PERMISSION", NVML_ERROR_NO_PERMISSION},
+    {"ALREADY_INITIALIZED", NVML_ERROR_ALREADY_INITIALIZED},
+    {"NOT_FOUND", NVML_ERROR_NOT_FOUND},
+    {"INSUFFICIENT_SIZE", NVML_ERROR_INSUFFICIENT_SIZE},
+    {"INSUFFICIENT_POWER", NVML_ERROR_INSUFFICIENT_POWER},
+    {"DRIVER_NOT_LOADED", NVML_ERROR_DRIVER_NOT_LOADED},
+    {"TIMEOUT", NVML_ERROR_TIMEOUT},
+    {"IRQ_ISSUE", NVML_ERROR_IRQ_ISSUE},
+    {"LIBRARY_NOT_FOUND", NVML_ERROR_LIBRARY_NOT_FOUND},
+    {"FUNCTION_NOT_FOUND", NVML_ERROR_FUNCTION_NOT_FOUND},
+    {"CORRUPTED_INFOROM", NVML_ERROR_CORRUPTED_INFOROM},
+    {"GPU_IS_LOST", NVML_ERROR_GPU_IS_LOST},
+    {"RESET_REQUIRED", NVML_ERROR_RESET_REQUIRED},
+    {"OPERATING_SYSTEM", NVML_ERROR_OPERATING_SYSTEM},
+    {"LIB_RM_VERSION_MISMATCH", NVML_ERROR_LIB_RM_VERSION_MISMATCH},
+    {"IN_USE", NVML_ERROR_IN_USE},
+    {"MEMORY", NVML_ERROR_MEMORY},
+    {"NO_DATA", NVML_ERROR_NO_DATA},
+    {"INSUFFICIENT_RESOURCES", NVML_ERROR_INSUFFICIENT_RESOURCES},
+    {"ARGUMENT_VERSION_MISMATCH", NVML_ERROR_ARGUMENT_VERSION_MISMATCH},
+    {"NOT_READY", NVML_ERROR_NOT_READY},
+    {"GPU_NOT_FOUND", NVML_ERROR_GPU_NOT_FOUND},
+    {"INVALID_STATE", NVML_ERROR_INVALID_STATE},
+    {"UNKNOWN", NVML_ERROR_UNKNOWN},
+    {NULL, 0},
+};
+
+static const struct {
+    nvmlReturn_t code;
+    const char *text;
+} error_texts[] = {
+    {NVML_SUCCESS, "Success"},
+    {NVML_ERROR_UNINITIALIZED, "Uninitialized"},
+    {NVML_ERROR_INVALID_ARGUMENT, "Invalid Argument"},
+    {NVML_ERROR_NOT_SUPPORTED, "Not Supported"},
+    {NVML_ERROR_NO_PERMISSION, "Insufficient Permissions"},
+    {NVML_ERROR_ALREADY_INITIALIZED, "Already Initialized"},
+    {NVML_ERROR_NOT_FOUND, "Not Found"},
+    {NVML_ERROR_INSUFFICIENT_SIZE, "Insufficient Size"},
+    {NVML_ERROR_INSUFFICIENT_POWER, "Insufficient External Power"},
+    {NVML_ERROR_DRIVER_NOT_LOADED, "Driver Not Loaded"},
+    {NVML_ERROR_TIMEOUT, "Timeout"},
+    {NVML_ERROR_IRQ_ISSUE, "Interrupt request issue"},
+    {NVML_ERROR_LIBRARY_NOT_FOUND, "NVML Shared Library Not Found"},
+    {NVML_ERROR_FUNCTION_NOT_FOUND, "Function Not Found"},
+    {NVML_ERROR_CORRUPTED_INFOROM, "Corrupted infoROM"},
+    {NVML_ERROR_GPU_IS_LOST, "GPU is lost"},
+    {NVML_ERROR_RESET_REQUIRED, "GPU requires restart"},
+    {NVML_ERROR_OPERATING_SYSTEM, "The operating system has blocked the request."},
+    {NVML_ERROR_LIB_RM_VERSION_MISMATCH, "RM has detected an NVML/RM version mismatch."},
+    {NVML_ERROR_IN_USE, "In use by another client"},
+    {NVML_ERROR_MEMORY, "Insufficient Memory"},
+    {NVML_ERROR_NO_DATA, "No data"},
+    {NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "Argument version mismatch"},
+    {NVML_ERROR_GPU_NOT_FOUND, "No GPUs were found"},
+    {NVML_ERROR_UNKNOWN, "Unknown Error"},
+};
+
+int sim_enum_lookup(const sim_enum *table, const char *name, unsigned long long *value)
+{
+    if (!strncmp(name, "NVML_ERROR_", 11) && table == sim_errors)
+        name += 11;
+    for (; table->name; table++)
+        if (!strcasecmp(table->name, name)) {
+            *value = table->value;
+            return 0;
+        }
+    return -1;
+}
+
+static void debug(const char *fmt, const char *arg)
+{
+    if (getenv("GPUFLEET_NVML_SIM_DEBUG")) {
+        fprintf(stderr, "gpufleet-nvml-sim: ");
+        fprintf(stderr, fmt, arg);
+        fputc('\n', stderr);
+    }
+}
+
+static const char *profile_path(void)
+{
+    const char *p = getenv("GPUFLEET_NVML_SIM_PROFILE");
+    return p && *p ? p : SIM_DEFAULT_PROFILE;
+}
+
+/* Read and parse the profile; NULL (with a debug note) when it is missing or not JSON. */
+static sj_node *load_profile(void)
+{
+    const char *path = profile_path();
+    FILE *f = fopen(path, "rb");
+    char err[128];
+    if (!f) {
+        debug("cannot open profile %s", path);
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *text = malloc(cap);
+    while (text) {
+        len += fread(text + len, 1, cap - len - 1, f);
+        if (len < cap - 1)
+            break;
+        char *bigger = realloc(text, cap *= 2);
+        if (!bigger)
+            free(text);
+        text = bigger;
+    }
+    fclose(f);
+    if (!text)
+        return NULL;
+    text[len] = '\0';
+    sj_node *root = sj_parse(text, err, sizeof(err));
+    if (!root || root->type != SJ_OBJ) {
+        debug("profile is not a JSON object: %s", root ? "top level" : err);
+        sj_free(root);
+        root = NULL;
+    }
+    /* Keep the text alive for gpufleet_nvml_sim_host_json() spans: stash it in an unused node field. */
+    if (root)
+        root->str = text;
+    else
+        free(text);
+    return root;
+}
+
+static const char *str_of(const sj_node *n)
+{
+    return n && n->type == SJ_STR ? n->str : NULL;
+}
+
+/* Library ("user-space") driver version: env override, then the version the build was made for, then the profile. */
+static const char *library_version(const sj_node *root)
+{
+    const char *env = getenv("GPUFLEET_NVML_SIM_DRIVER_VERSION");
+    if (env && *env)
+        return env;
+    if (GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION[0])
+        return GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION;
+    return str_of(sj_get(root, "driver_version"));
+}
+
+/* Why nvmlInit fails on this host, mirroring the checks the real library makes against the kernel module. */
+static nvmlReturn_t init_verdict(sj_node *root)
+{
+    unsigned long long code;
+    const char *err = str_of(sj_get(root, "init_error"));
+    sj_node *host = sj_get(root, "host");
+    sj_node *loaded = sj_get(host, "driver_loaded");
+    const char *kmod = str_of(sj_get(host, "kernel_module_version"));
+    const char *lib = library_version(root);
+
+    if (err) {
+        if (sim_enum_lookup(sim_errors, err, &code)) {
+            debug("unknown init_error %s; using UNKNOWN", err);
+            return NVML_ERROR_UNKNOWN;
+        }
+        return (nvmlReturn_t)code;
+    }
+    if (loaded && loaded->type == SJ_BOOL && !loaded->boolean)
+        return NVML_ERROR_DRIVER_NOT_LOADED;
+    /* After a package upgrade without reboot the loaded module is older than libnvidia-ml. */
+    if (kmod && lib && strcmp(kmod, lib))
+        return NVML_ERROR_LIB_RM_VERSION_MISMATCH;
+    return NVML_SUCCESS;
+}
+
+static int build_devices(sj_node *root)
+{
+    sj_node *gpus = sj_get(root, "gpus");
+    unsigned int n = gpus && gpus->type == SJ_ARR ? (unsigned int)gpus->n : 0, total = n;
+    for (unsigned int i = 0; i < n; i++) {
+        sj_node *migdevs = sj_get(sj_get(gpus->items[i], "mig"), "devices");
+        total += migdevs && migdevs->type == SJ_ARR ? (unsigned int)migdevs->n : 0;
+    }
+    devices = calloc(total ? total : 1, sizeof(*devices));
+    if (!devices)
+        return -1;
+    unsigned int next = n;
+    for (unsigned int i = 0; i < n; i++) {
+        devices[i].node = gpus->items[i];
+        devices[i].index = i;
+        sj_node *migdevs = sj_get(sj_get(gpus->items[i], "mig"), "devices");
+        for (unsigned int m = 0; migdevs && migdevs->type == SJ_ARR && m < migdevs->n; m++, next++) {
+            devices[next].node = migdevs->items[m];
+            devices[next].parent = &devices[i];
+            devices[next].index = m;
+        }
+    }
+    ndevices = n;
+    nall = total;
+    return 0;
+}
+
+static void unload(void)
+{
+    sj_free(profile); /* also frees the source text kept in profile->str */
+    free(devices);
+    profile = NULL;
+    devices = NULL;
+    ndevices = nall = 0;
+}
+
+static nvmlReturn_t do_init(void)
+{
+    nvmlReturn_t ret = NVML_SUCCESS;
+    pthread_mutex_lock(&lock);
+    if (refcount == 0) {
+        sj_node *root = load_profile();
+        /* No profile means no simulated driver: what a host with only the library installed reports. */
+        ret = root ? init_verdict(root) : NVML_ERROR_DRIVER_NOT_LOADED;
+        if (ret == NVML_SUCCESS) {
+            profile = root;
+            root = NULL;
+            const char *lib = library_version(profile);
+            snprintf(driver_version, sizeof(driver_version), "%s", lib ? lib : "");
+            if (build_devices(profile)) {
+                unload();
+                ret = NVML_ERROR_MEMORY;
+            }
+        }
+        sj_free(root);
+    }
+    if (ret == NVML_SUCCESS)
+        refcount++;
+    pthread_mutex_unlock(&lock);
+    return ret;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlInit(void) { return do_init(); }
+SIM_EXPORT nvmlReturn_t nvmlInit_v2(void) { return do_init(); }
+SIM_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
+{
+    (void)flags; /* NVML_INIT_FLAG_NO_GPUS / NO_ATTACH change nothing for a simulated device list */
+    return do_init();
+}
+
+SIM_EXPORT nvmlReturn_t nvmlShutdown(void)
+{
+    nvmlReturn_t ret = NVML_SUCCESS;
+    pthread_mutex_lock(&lock);
+    if (refcount == 0)
+        ret = NVML_ERROR_UNINITIALIZED;
+    else if (--refcount == 0)
+        unload();
+    pthread_mutex_unlock(&lock);
+    return ret;
+}
+
+SIM_EXPORT const char *nvmlErrorString(nvmlReturn_t result)
+{
+    for (size_t i = 0; i < sizeof(error_texts) / sizeof(error_texts[0]); i++)
+        if (error_texts[i].code == result)
+            return error_texts[i].text;
+    return "Unknown Error";
+}
+
+int sim_initialized(void) { return refcount > 0; }
+sj_node *sim_profile(void) { return profile; }
+unsigned int sim_device_count(void) { return ndevices; }
+struct nvmlDevice_st *sim_device_at(unsigned int index) { return index < ndevices ? &devices[index] : NULL; }
+
+unsigned int sim_mig_count(struct nvmlDevice_st *parent)
+{
+    unsigned int count = 0;
+    for (unsigned int i = ndevices; i < nall; i++)
+        count += devices[i].parent == parent;
+    return count;
+}
+
+struct nvmlDevice_st *sim_mig_device(struct nvmlDevice_st *parent, unsigned int slot)
+{
+    for (unsigned int i = ndevices; i < nall; i++)
+        if (devices[i].parent == parent && devices[i].index == slot)
+            return &devices[i];
+    return NULL;
+}
+
+nvmlReturn_t sim_dev(nvmlDevice_t device, struct nvmlDevice_st **out)
+{
+    if (!sim_initialized())
+        return NVML_ERROR_UNINITIALIZED;
+    if (!device || device < devices || device >= devices + nall)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *out = device;
+    return NVML_SUCCESS;
+}
+
+/* ---- system queries ---- */
+
+nvmlReturn_t sim_put_str(const char *value, char *buf, unsigned int len)
+{
+    if (!buf)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (strlen(value) + 1 > len)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    memcpy(buf, value, strlen(value) + 1);
+    return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+    if (!sim_initialized())
+        return NVML_ERROR_UNINITIALIZED;
+    return sim_put_str(driver_version, version, length);
+}
+
+static int cuda_version(void)
+{
+    const char *env = getenv("GPUFLEET_NVML_SIM_CUDA_DRIVER_VERSION");
+    sj_node *n = sj_get(profile, "cuda_driver_version");
+    if (env && *env)
+        return atoi(env);
+    if (GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION)
+        return GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION;
+    return n && n->type == SJ_NUM ? (int)n->num : 0;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+{
+    char buf[2 * NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
+    const char *given = str_of(sj_get(profile, "nvml_version"));
+    const char *env = getenv("GPUFLEET_NVML_SIM_DRIVER_VERSION");
+    if (!sim_initialized())
+        return NVML_ERROR_UNINITIALIZED;
+    /* Real NVML reports "<CUDA major>.<driver version>", e.g. 12.570.133.20; an override keeps that shape. */
+    if (given && !(env && *env) && !GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION[0])
+        return sim_put_str(given, version, length);
+    snprintf(buf, sizeof(buf), "%d.%s", cuda_version() / 1000, driver_version);
+    return sim_put_str(buf, version, length);
+}
+
+static nvmlReturn_t get_cuda(int *out)
+{
+    if (!sim_initialized())
+        return NVML_ERROR_UNINITIALIZED;
+    if (!out)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *out = cuda_version();
+    return *out ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v) { return get_cuda(v); }
+SIM_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) { return get_cuda(v); }
+
+static nvmlReturn_t get_count(unsigned int *count)
+{
+    if (!sim_initialized())
+        return NVML_ERROR_UNINITIALIZED;
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *count = ndevices;
+    return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *c) { return get_count(c); }
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *c) { return get_count(c); }
+
+static nvmlReturn_t by_index(unsigned int index, nvmlDevice_t *device)
+{
+    if (!sim_initialized())
+        return NVML_ERROR_UNINITIALIZED;
+    if (!device || index >= ndevices)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *device = &devices[index];
+    return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t *d) { return by_index(i, d); }
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) { return by_index(i, d); }
+
+static nvmlReturn_t by_key(const char *key, const char *value, int include_mig, nvmlDevice_t *device)
+{
+    if (!sim_initialized())
+        return NVML_ERROR_UNINITIALIZED;
+    if (!value || !device)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned int i = 0; i < (include_mig ? nall : ndevices); i++) {
+        const char *have = str_of(sj_get(devices[i].node, key));
+        if (have && !strcasecmp(have, value)) {
+            *device = &devices[i];
+            return NVML_SUCCESS;
+        }
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d)
+{
+    return by_key("uuid", uuid, 1, d);
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleBySerial(const char *serial, nvmlDevice_t *d)
+{
+    return by_key("serial", serial, 0, d);
+}
+
+/* Parse "dddd:bb:dd.f" or "dddddddd:bb:dd.f" (also "bb:dd.f"), as NVML accepts both bus id forms. */
+int sim_parse_bus_id(const char *text, unsigned int *domain, unsigned int *bus, unsigned int *dev)
+{
+    unsigned int fn;
+    if (sscanf(text, "%x:%x:%x.%x", domain, bus, dev, &fn) == 4)
+        return 0;
+    *domain = 0;
+    return sscanf(text, "%x:%x.%x", bus, dev, &fn) == 3 ? 0 : -1;
+}
+
+static nvmlReturn_t by_bus_id(const char *bus_id, nvmlDevice_t *device)
+{
+    unsigned int want[3], have[3];
+    if (!sim_initialized())
+        return NVML_ERROR_UNINITIALIZED;
+    if (!bus_id || !device || sim_parse_bus_id(bus_id, &want[0], &want[1], &want[2]))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned int i = 0; i < ndevices; i++) {
+        const char *id = str_of(sj_get(sj_get(devices[i].node, "pci"), "bus_id"));
+        if (id && !sim_parse_bus_id(id, &have[0], &have[1], &have[2]) && !memcmp(want, have, sizeof(want))) {
+            *device = &devices[i];
+            return NVML_SUCCESS;
+        }
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *b, nvmlDevice_t *d) { return by_bus_id(b, d); }
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *b, nvmlDevice_t *d) { return by_bus_id(b, d); }
+
+SIM_EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
+{
+    if (!sim_initialized())
+        return NVML_ERROR_UNINITIALIZED;
+    for (unsigned int i = 0; i < nall; i++) {
+        sj_node *procs = sj_get(devices[i].node, "processes");
+        for (size_t p = 0; procs && procs->type == SJ_ARR && p < procs->n; p++) {
+            unsigned long long have;
+            const char *pname = str_of(sj_get(procs->items[p], "name"));
+            if (pname && !sim_node_uint(sj_get(procs->items[p], "pid"), &have) && have == pid)
+                return sim_put_str(pname, name, length);
+        }
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+/* ---- markers that tell the simulator from the real library without nvmlInit ---- */
+
+SIM_EXPORT const char *gpufleet_nvml_sim_profile_path(void) { return profile_path(); }
+
+SIM_EXPORT const char *gpufleet_nvml_sim_host_json(void)
+{
+    static char *cached;
+    static char cached_for[4096];
+    const char *path = profile_path();
+    pthread_mutex_lock(&lock);
+    if (!cached || strcmp(cached_for, path)) {
+        sj_node *root = load_profile();
+        sj_node *host = sj_get(root, "host");
+        free(cached);
+        cached = NULL;
+        if (root) {
+            size_t len = host ? host->src_end - host->src_start : 2;
+            cached = malloc(len + 1);
+            if (cached) {
+                memcpy(cached, host ? root->str + host->src_start : "{}", len);
+                cached[len] = '\0';
+            }
+            snprintf(cached_for, sizeof(cached_for), "%s", path);
+            sj_free(root);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return cached;
+}
