@@ -1,0 +1,81 @@
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for gpufleet.stack.stack_assert (documented in plugins/modules/stack_assert.py).
+
+An action plugin, not a module, because the matrix file ships with the collection on the controller and
+`versions:` must be checkable before any host is contacted. Without `versions:` it runs stack_facts on the host.
+"""
+
+from __future__ import annotations
+
+import os
+
+import yaml
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
+from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_inputs as si
+from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_fw as rules
+
+MATRIX_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "data", "compat_matrix.yml")
+EXTRA_VAR = "gpufleet_compat_matrix_extra"
+
+ARGUMENT_SPEC = {
+    "versions": {"type": "dict"},
+    "expect": {"type": "dict"},
+    "strict": {"type": "bool", "default": False},
+    "matrix_extra": {"type": "list", "elements": "dict"},
+    "python_envs": {"type": "list", "elements": "path", "default": []},
+}
+
+
+def load_matrix(extra, path=MATRIX_FILE):
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as err:
+        raise AnsibleActionFail(f"cannot read the compatibility matrix {os.path.normpath(path)}: {err}") from err
+    try:
+        return mx.build(data, extra)
+    except mx.MatrixError as err:
+        raise AnsibleActionFail(f"matrix_extra ({EXTRA_VAR}): {err}") from err
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(ARGUMENT_SPEC)
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        extra = args["matrix_extra"]
+        if extra is None:
+            extra = self._templar.template(task_vars.get(EXTRA_VAR)) or []
+        matrix = load_matrix(extra)
+        try:
+            si.check_expect(args["expect"])
+            if args["versions"] is not None:
+                stack = si.from_versions(args["versions"])
+            else:
+                facts = self._execute_module(
+                    module_name="gpufleet.stack.stack_facts",
+                    module_args={"python_envs": args["python_envs"]},
+                    task_vars=task_vars,
+                )
+                if facts.get("failed"):
+                    return dict(result, **facts)
+                result["ansible_facts"] = facts.get("ansible_facts", {})
+                stack = si.from_installed(result["ansible_facts"].get("gpufleet_installed"))
+        except si.InputError as err:
+            raise AnsibleActionFail(str(err)) from err
+        checks = rules.evaluate(matrix, stack, args["expect"])
+        what = "the given versions (versions:)" if stack["origin"] == "versions" else "the stack installed on the host"
+        compatible, message = rules.verdict(checks, strict=args["strict"], what=what)
+        result.update(changed=False, compatible=compatible, checks=checks, evaluated=stack)
+        if message:
+            result.update(failed=True, msg=message)
+        else:
+            counts = {s: sum(c["status"] == s for c in checks) for s in ("ok", "warning", "unknown")}
+            result["msg"] = "compatible: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+        return result

@@ -1,0 +1,111 @@
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The compatibility matrix: merge the collection's rows with the inventory's, resolve sources, look rows up.
+
+Pure functions over already-parsed data (the action plugin reads data/compat_matrix.yml on the controller).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
+
+REQUIRED = {
+    "cuda_driver": ("cuda", "min_driver"),
+    "minor_compat": ("cuda_major", "min_driver"),
+    "branch": ("branch", "max_cuda"),
+    "cudnn": ("cudnn", "cuda"),
+    "nccl": ("nccl", "cuda"),
+    "framework": ("name", "version"),
+    "tensorflow": ("version", "cuda", "cudnn"),
+    "horovod": ("horovod", "framework"),
+    "fabricmanager": ("rule",),
+}
+PINS = ("cuda", "min_driver", "branch", "max_cuda", "cudnn", "nccl", "version", "horovod", "works", "breaks")
+
+
+class MatrixError(ValueError):
+    """A row that cannot be used; the message names the row and the fix."""
+
+
+def build(data, extra=None):
+    """Merged, validated rows: {"rows": [...], "by_kind": {kind: [row]}}.
+
+    `extra` rows (from the inventory) replace a shipped row with the same id, or are added.
+    Each row comes back with `source` as text ("title, url") and `read` (the date the source was read).
+    """
+    data = data or {}
+    sources = data.get("sources") or {}
+    rows = {}
+    for origin, items in (("collection matrix", data.get("rows") or []), ("matrix_extra", extra or [])):
+        if not isinstance(items, list):
+            raise MatrixError(f"{origin} must be a list of rows, got {type(items).__name__}")
+        for row in items:
+            checked = _check(row, origin)
+            rows[checked["id"]] = _resolve(checked, sources, data.get("read"), origin)
+    by_kind = {}
+    for row in rows.values():
+        by_kind.setdefault(row["kind"], []).append(row)
+    return {"rows": list(rows.values()), "by_kind": by_kind}
+
+
+def _check(row, origin):
+    if not isinstance(row, dict) or not row.get("id"):
+        raise MatrixError(f"{origin}: every row needs an `id` (got {row!r})")
+    kind = row.get("kind")
+    if kind not in REQUIRED:
+        raise MatrixError(f"{origin} row {row['id']}: kind {kind!r} is not one of {', '.join(REQUIRED)}")
+    missing = [k for k in (*REQUIRED[kind], "source") if row.get(k) in (None, "")]
+    if missing:
+        raise MatrixError(f"{origin} row {row['id']}: missing {', '.join(missing)} (every row names its source)")
+    for key in PINS:
+        if key in row and row[key] not in (None, ""):
+            bad = v.valid_spec(row[key])
+            if bad:
+                raise MatrixError(f"{origin} row {row['id']}: {key} {row[key]!r}: {bad}")
+    return dict(row)
+
+
+def _resolve(row, sources, default_read, origin):
+    ref = sources.get(row["source"]) if isinstance(row["source"], str) else None
+    if isinstance(ref, dict):
+        row["source"] = ", ".join(p for p in (ref.get("title"), ref.get("url")) if p)
+        row.setdefault("read", ref.get("read"))
+    row.setdefault("read", default_read)
+    if not row.get("read"):
+        raise MatrixError(f"{origin} row {row['id']}: add `read: YYYY-MM-DD`, the date its source was read")
+    row["read"] = str(row["read"])
+    return row
+
+
+def cite(row):
+    """The `source` text of a check: the row id, its source and the date read."""
+    return f"{row['id']}: {row['source']} (read {row['read']})"
+
+
+def rows(matrix, kind):
+    return matrix["by_kind"].get(kind, [])
+
+
+def cuda_min_driver(matrix, cuda):
+    """The Table 3 row for a toolkit's major.minor, or None."""
+    mm = v.major_minor(cuda)
+    return next((r for r in rows(matrix, "cuda_driver") if v.major_minor(r["cuda"]) == mm), None)
+
+
+def minor_compat(matrix, cuda):
+    return next((r for r in rows(matrix, "minor_compat") if int(r["cuda_major"]) == v.major(cuda)), None)
+
+
+def branch_row(matrix, driver):
+    return next((r for r in rows(matrix, "branch") if v.prefix_match(r["branch"], driver)), None)
+
+
+def framework_row(matrix, name, version):
+    """The most specific framework row whose version pin matches ("2.7" matches "2.7.1+cu128")."""
+    found = [r for r in rows(matrix, "framework") if r["name"] == name and v.matches(r["version"], version)]
+    return max(found, key=lambda r: len(str(r["version"])), default=None)
+
+
+def tensorflow_row(matrix, version):
+    found = [r for r in rows(matrix, "tensorflow") if v.matches(r["version"], version)]
+    return max(found, key=lambda r: len(str(r["version"])), default=None)

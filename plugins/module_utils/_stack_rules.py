@@ -1,0 +1,226 @@
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The compatibility rules: a stack (see _stack_inputs) and the matrix in, every check with its verdict out.
+
+Pure functions. A check is {rule, status, message, source}; status is ok, warning (runs with limits),
+violation (will not work: the message names the components, versions and the fix) or unknown (the matrix
+has no row for it).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
+from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
+
+OK, WARNING, VIOLATION, UNKNOWN = "ok", "warning", "violation", "unknown"
+
+
+def check(rule, status, message, source=None):
+    return {"rule": rule, "status": status, "message": message, "source": source or ""}
+
+
+def _is_branch(driver):
+    return len(v.parse(driver) or ()) == 1
+
+
+def highest_full_cuda(matrix, driver):
+    """The newest toolkit (Table 3) this driver fully supports, or None."""
+    fits = [r["cuda"] for r in mx.rows(matrix, "cuda_driver") if v.compare(driver, r["min_driver"]) >= 0]
+    return max(fits, key=v.parse, default=None)
+
+
+def driver_vs_cuda(matrix, driver, cuda, rule, what):
+    """ok (Table 3 full support), warning (Table 2 minor-version compatibility) or violation; `what` names the
+    component that needs the CUDA ("CUDA toolkit 12.8", "torch 2.7.1 (cu128 wheel)").
+    """
+    row = mx.cuda_min_driver(matrix, cuda)
+    if row is None:
+        return check(
+            rule,
+            UNKNOWN,
+            f"{what}: the matrix has no Table 3 row for CUDA {v.major_minor(cuda)}; "
+            "add one with gpufleet_compat_matrix_extra",
+        )
+    if _is_branch(driver):
+        branch = mx.branch_row(matrix, driver)
+        if branch is None:
+            return check(rule, UNKNOWN, f"{what}: driver branch {driver} is not in the matrix", mx.cite(row))
+        if v.compare(cuda, branch["max_cuda"]) <= 0 or v.major_minor(cuda) == v.major_minor(branch["max_cuda"]):
+            return check(
+                rule,
+                OK,
+                f"{what} runs on driver branch {driver} (reports CUDA {branch['max_cuda']}; "
+                f"CUDA {v.major_minor(cuda)} needs >= {row['min_driver']})",
+                mx.cite(row),
+            )
+        driver = f"{driver}.999"  # the newest release of the branch: judged below like an exact version
+    if v.compare(driver, row["min_driver"]) >= 0:
+        return check(
+            rule, OK, f"{what} is fully supported by driver {driver} (needs >= {row['min_driver']})", mx.cite(row)
+        )
+    top = highest_full_cuda(matrix, driver)
+    compat = mx.minor_compat(matrix, cuda)
+    if compat and v.compare(driver, compat["min_driver"]) >= 0:
+        return check(
+            rule,
+            WARNING,
+            f"{what} runs on driver {driver} only through CUDA minor-version "
+            f"compatibility (full support needs >= {row['min_driver']}): no PTX JIT of newer PTX and "
+            f"some APIs unavailable; upgrade the driver to >= {row['min_driver']} for full support",
+            mx.cite(compat),
+        )
+    choose = f" or choose CUDA <= {top}" if top else ""
+    return check(
+        rule,
+        VIOLATION,
+        f"{what} needs driver >= {row['min_driver']} but the driver is {driver}: "
+        f"upgrade the driver to >= {row['min_driver']}{choose}",
+        mx.cite(row),
+    )
+
+
+def rule_driver_cuda(matrix, stack):
+    if not stack["driver"]:
+        return []
+    return [driver_vs_cuda(matrix, stack["driver"], c, "driver_cuda", f"CUDA toolkit {c}") for c in stack["cuda"]]
+
+
+def rule_driver_branch(matrix, stack):
+    driver = stack["driver"]
+    if not driver:
+        return []
+    if stack.get("max_cuda"):
+        return [
+            check(
+                "driver_branch", OK, f"driver {driver} reports CUDA {stack['max_cuda']}", stack.get("max_cuda_source")
+            )
+        ]
+    row = mx.branch_row(matrix, driver)
+    if row is None:
+        return [
+            check(
+                "driver_branch",
+                UNKNOWN,
+                f"driver {driver}: its branch is not in the matrix, so the highest "
+                "CUDA it supports is unknown; add a `kind: branch` row with gpufleet_compat_matrix_extra",
+            )
+        ]
+    return [
+        check(
+            "driver_branch",
+            OK,
+            f"driver {driver} (branch {row['branch']}) reports CUDA {row['max_cuda']} (from the matrix by branch)",
+            mx.cite(row),
+        )
+    ]
+
+
+def rule_cudnn(matrix, stack):
+    cudnn = stack["cudnn"]
+    if not cudnn:
+        return []
+    known = [r for r in mx.rows(matrix, "cudnn") if v.matches(r["cudnn"], cudnn)]
+    if not known:
+        return [check("cudnn_cuda", UNKNOWN, f"cuDNN {cudnn} is not in the matrix")]
+    targets = list(stack["cuda"]) or ([stack["cudnn_cuda"]] if stack.get("cudnn_cuda") else [])
+    out = []
+    for cuda in targets:
+        fits = [r for r in known if v.matches(r["cuda"], cuda)]
+        if not fits:
+            other = sorted({r["cudnn"] for r in mx.rows(matrix, "cudnn") if v.matches(r["cuda"], cuda)})
+            builds = "; ".join(f"CUDA {r['cuda']}" for r in known)
+            fix = f"choose cuDNN {' or '.join(other)} for CUDA {cuda}" if other else f"choose a CUDA in {builds}"
+            out.append(
+                check(
+                    "cudnn_cuda",
+                    VIOLATION,
+                    f"cuDNN {cudnn} has no build for CUDA {cuda} (its builds: {builds}): {fix}",
+                    mx.cite(known[0]),
+                )
+            )
+            continue
+        row = fits[0]
+        if (
+            stack["driver"]
+            and row.get("min_driver")
+            and not _is_branch(stack["driver"])
+            and v.compare(stack["driver"], row["min_driver"]) < 0
+        ):
+            out.append(
+                check(
+                    "cudnn_driver",
+                    VIOLATION,
+                    f"cuDNN {cudnn} for CUDA {v.major(cuda)}.x needs driver >= "
+                    f"{row['min_driver']} but the driver is {stack['driver']}: upgrade the driver",
+                    mx.cite(row),
+                )
+            )
+            continue
+        out.append(check("cudnn_cuda", OK, f"cuDNN {cudnn} has a build for CUDA {cuda}", mx.cite(row)))
+    return out
+
+
+def rule_nccl(matrix, stack):
+    nccl = stack["nccl"]
+    if not nccl:
+        return []
+    known = [r for r in mx.rows(matrix, "nccl") if v.matches(r["nccl"], nccl)]
+    if not known:
+        return [check("nccl_cuda", UNKNOWN, f"NCCL {nccl} is not in the matrix")]
+    out = []
+    build = stack.get("nccl_cuda")
+    for cuda in stack["cuda"] or ([build] if build else []):
+        if build and v.major(build) != v.major(cuda):
+            out.append(
+                check(
+                    "nccl_cuda",
+                    VIOLATION,
+                    f"NCCL {nccl} is built for CUDA {build} but the toolkit is "
+                    f"CUDA {cuda}: install the NCCL build for CUDA {v.major(cuda)}.x (+cuda{v.major_minor(cuda)})",
+                )
+            )
+            continue
+        fits = [r for r in known if v.matches(r["cuda"], cuda)]
+        if not fits:
+            builds = "; ".join(f"CUDA {r['cuda']}" for r in known)
+            out.append(
+                check(
+                    "nccl_cuda",
+                    VIOLATION,
+                    f"NCCL {nccl} has no build for CUDA {cuda} (its builds: {builds}):"
+                    f" choose an NCCL release published for CUDA {v.major(cuda)}.x",
+                    mx.cite(known[0]),
+                )
+            )
+            continue
+        out.append(check("nccl_cuda", OK, f"NCCL {nccl} has a build for CUDA {cuda}", mx.cite(fits[0])))
+    if build and stack["driver"]:
+        out.append(driver_vs_cuda(matrix, stack["driver"], build, "nccl_driver", f"NCCL {nccl}+cuda{build}"))
+    return out
+
+
+def rule_fabricmanager(matrix, stack):
+    fm, driver = stack["fabricmanager"], stack["driver"]
+    if not fm or not driver:
+        return []
+    row = next(iter(mx.rows(matrix, "fabricmanager")), None)
+    same = v.prefix_match(driver, fm) if _is_branch(driver) else fm == driver
+    if same:
+        return [
+            check(
+                "fabricmanager_driver",
+                OK,
+                f"Fabric Manager {fm} matches driver {driver}",
+                mx.cite(row) if row else None,
+            )
+        ]
+    return [
+        check(
+            "fabricmanager_driver",
+            VIOLATION,
+            f"Fabric Manager {fm} differs from driver {driver}; they must "
+            f"be the same version exactly or nvidia-fabricmanager will not start: install Fabric Manager "
+            f"{driver} (nvidia-fabricmanager-{v.major(driver)}={driver}-1)",
+            mx.cite(row) if row else None,
+        )
+    ]

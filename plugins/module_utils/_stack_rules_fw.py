@@ -1,0 +1,249 @@
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rules for frameworks (wheel CUDA variant, bundled vs system libraries, Horovod), pins, and the verdict.
+
+Pure functions; see _stack_rules for the check shape.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
+from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules as r
+from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
+
+
+def framework_cuda(matrix, fw):
+    """(cuda, how) of a framework build: given, from its +cuXYZ tag, or the variant plain pip install gets."""
+    if fw.get("cuda"):
+        return fw["cuda"], fw.get("cuda_source") or "given"
+    tagged = v.cuda_from_variant(fw["version"])
+    if tagged:
+        return tagged, "its +cu tag"
+    if "+cpu" in fw["version"] or "+rocm" in fw["version"]:
+        return None, "a build without CUDA"
+    row = mx.framework_row(matrix, fw["name"], fw["version"])
+    if row and row.get("default"):
+        return v.cuda_from_variant(row["default"]), f"PyPI default {row['default']} for {fw['name']} {row['version']}"
+    return None, None
+
+
+def rule_framework(matrix, stack):
+    out = []
+    for fw in stack["frameworks"]:
+        label = f"{fw['name']} {fw['version']}"
+        if fw["name"] == "tensorflow":
+            out += _tensorflow(matrix, stack, fw)
+            continue
+        cuda, how = framework_cuda(matrix, fw)
+        row = mx.framework_row(matrix, fw["name"], fw["version"])
+        if how == "a build without CUDA":
+            out.append(r.check("framework_cuda", r.OK, f"{label} is a build without CUDA: no driver needed"))
+            continue
+        if row is None or cuda is None:
+            out.append(
+                r.check(
+                    "framework_cuda",
+                    r.UNKNOWN,
+                    f"{label} is not in the matrix, so its CUDA variant and "
+                    "bundled libraries are unknown; give framework.cuda or add a row",
+                )
+            )
+            continue
+        variant = v.variant_from_cuda(cuda)
+        if variant not in row.get("variants", []):
+            out.append(
+                r.check(
+                    "framework_cuda",
+                    r.VIOLATION,
+                    f"{label} has no {variant} wheel (variants: "
+                    f"{', '.join(row.get('variants', []))}): choose one of those CUDA variants",
+                    mx.cite(row),
+                )
+            )
+            continue
+        if stack["driver"]:
+            res = r.driver_vs_cuda(
+                matrix, stack["driver"], cuda, "framework_driver", f"{label} ({variant} wheel, CUDA from {how})"
+            )
+            out.append(res)
+        out += _bundled(row, fw, variant, stack)
+    return out
+
+
+def _bundled(row, fw, variant, stack):
+    """Wheels like torch's load the cuDNN/NCCL they pin (nvidia-*-cu12), not the system's: say which is used."""
+    bundle = dict((row.get("bundles") or {}).get(variant) or {}, **{k: x for k, x in fw["bundles"].items() if x})
+    if not bundle or row.get("uses_system"):
+        return []
+    parts = [f"{lib} {bundle[lib]}" for lib in ("cudnn", "nccl") if bundle.get(lib)]
+    system = [f"{lib} {stack[lib]}" for lib in ("cudnn", "nccl") if stack.get(lib)]
+    tail = f"; the system's ({', '.join(system)}) is not used by it" if system else ""
+    return [
+        r.check(
+            "framework_libraries",
+            r.OK,
+            f"{fw['name']} {fw['version']} ({variant}) loads its bundled {', '.join(parts)}{tail}",
+            mx.cite(row),
+        )
+    ]
+
+
+def _tensorflow(matrix, stack, fw):
+    label = f"tensorflow {fw['version']}"
+    row = mx.tensorflow_row(matrix, fw["version"])
+    if row is None:
+        return [r.check("framework_cuda", r.UNKNOWN, f"{label} is not in the matrix (tested build configurations)")]
+    out = []
+    # Plain `tensorflow` wheels dlopen the system CUDA and cuDNN, so the system's must match its build.
+    for lib, have in (("cuda", (stack["cuda"] or [None])[0]), ("cudnn", stack["cudnn"])):
+        want = row[lib]
+        if not have:
+            continue
+        if v.major(have) != v.major(want):
+            out.append(
+                r.check(
+                    "framework_libraries",
+                    r.VIOLATION,
+                    f"{label} was built against {lib} {want} but the "
+                    f"system has {lib} {have}: install {lib} {v.major(want)}.x (>= {want})",
+                    mx.cite(row),
+                )
+            )
+        elif v.compare(have, want) < 0:
+            out.append(
+                r.check(
+                    "framework_libraries",
+                    r.WARNING,
+                    f"{label} was built against {lib} {want}; the system's"
+                    f" {lib} {have} is older: upgrade {lib} to >= {want}",
+                    mx.cite(row),
+                )
+            )
+        else:
+            out.append(
+                r.check(
+                    "framework_libraries",
+                    r.OK,
+                    f"{label} built against {lib} {want}; system {lib} {have}",
+                    mx.cite(row),
+                )
+            )
+    if stack["driver"]:
+        out.append(
+            r.driver_vs_cuda(
+                matrix, stack["driver"], row["cuda"], "framework_driver", f"{label} (built for CUDA {row['cuda']})"
+            )
+        )
+    return out
+
+
+def rule_horovod(matrix, stack):
+    hvd = stack["horovod"]
+    if not hvd:
+        return []
+    out = []
+    for fw in stack["frameworks"]:
+        rows = [x for x in mx.rows(matrix, "horovod") if x["framework"] == fw["name"] and v.matches(x["horovod"], hvd)]
+        if not rows:
+            out.append(r.check("horovod_framework", r.UNKNOWN, f"Horovod {hvd} with {fw['name']} is not in the matrix"))
+            continue
+        row, base = rows[0], fw["version"].split("+")[0]
+        if row.get("breaks") and v.matches(row["breaks"], base):
+            out.append(
+                r.check(
+                    "horovod_framework",
+                    r.VIOLATION,
+                    f"Horovod {hvd} does not build against {fw['name']} "
+                    f"{fw['version']} ({fw['name']} {row['breaks']}): {row.get('fix', '')}",
+                    mx.cite(row),
+                )
+            )
+        elif row.get("works") and v.matches(row["works"], base):
+            out.append(
+                r.check(
+                    "horovod_framework",
+                    r.OK,
+                    f"Horovod {hvd} is tested with {fw['name']} {fw['version']}",
+                    mx.cite(row),
+                )
+            )
+        else:
+            out.append(
+                r.check(
+                    "horovod_framework",
+                    r.UNKNOWN,
+                    f"Horovod {hvd} is untested with {fw['name']} {fw['version']} (tested: {row.get('works')})",
+                    mx.cite(row),
+                )
+            )
+    return out
+
+
+def rule_expect(stack, expect):
+    """Host findings against the desired pins (exact, branch or range)."""
+    out = []
+    for key, pin in (expect or {}).items():
+        if key == "framework":
+            from ansible_collections.gpufleet.stack.plugins.module_utils._stack_inputs import parse_framework
+
+            want = parse_framework(pin, "expect.framework")
+            have = [f for f in stack["frameworks"] if f["name"] == want["name"]]
+            ok = any(v.matches(want["version"], f["version"].split("+")[0]) for f in have)
+            what, found = f"{want['name']} {want['version']}", ", ".join(f["version"] for f in have) or "absent"
+        else:
+            have = stack.get(key)
+            values = have if isinstance(have, list) else [have] if have else []
+            pins = pin if isinstance(pin, list) else [pin]
+            ok = all(any(v.matches(p, x) for x in values) for p in pins)
+            what, found = f"{key} {', '.join(map(str, pins))}", ", ".join(values) or "absent"
+        out.append(
+            r.check(
+                "expect",
+                r.OK if ok else r.VIOLATION,
+                f"desired {what}, host has {found}"
+                + ("" if ok else ": converge the host (playbooks/site.yml) or change the desired stack"),
+            )
+        )
+    return out
+
+
+def rule_driver_loaded(stack):
+    out = []
+    for driver in stack.get("notes") or []:
+        out.append(
+            r.check(
+                "driver_loaded",
+                r.VIOLATION,
+                f"the loaded driver {driver.get('loaded_version')} differs "
+                f"from the installed {driver.get('package_version') or driver.get('library_version')} "
+                "(driver/library version mismatch): reboot the host, or unload and reload the nvidia "
+                "kernel modules",
+                driver.get("loaded_source"),
+            )
+        )
+    return out
+
+
+def evaluate(matrix, stack, expect=None):
+    """Every check, in a stable order."""
+    return (
+        r.rule_driver_cuda(matrix, stack)
+        + r.rule_driver_branch(matrix, stack)
+        + rule_driver_loaded(stack)
+        + r.rule_cudnn(matrix, stack)
+        + r.rule_nccl(matrix, stack)
+        + rule_framework(matrix, stack)
+        + rule_horovod(matrix, stack)
+        + r.rule_fabricmanager(matrix, stack)
+        + rule_expect(stack, expect)
+    )
+
+
+def verdict(checks, strict=False, what="the GPU stack"):
+    """(compatible, failure message or None): violations always fail, unknowns only when strict."""
+    bad = [c for c in checks if c["status"] == r.VIOLATION or (strict and c["status"] == r.UNKNOWN)]
+    if not bad:
+        return True, None
+    lines = [f"- [{c['rule']}] {c['message']}" for c in bad]
+    head = f"{len(bad)} incompatibilit{'y' if len(bad) == 1 else 'ies'} in {what}"
+    return False, head + ":\n" + "\n".join(lines)
