@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import os
 
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_health as health
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_host as host
@@ -57,7 +58,21 @@ def probe_library():
                 func.restype = ctypes.c_char_p
                 raw = func()
                 probe[key] = raw.decode("utf-8", "replace") if raw else None
+        probe["version"] = probe["version"] or simulated_library_version(probe.get("profile"))
     return probe
+
+
+def simulated_library_version(profile_path):
+    """The driver version the simulator stands in for: its override variable, else the profile's."""
+    override = os.environ.get("GPUFLEET_NVML_SIM_DRIVER_VERSION")
+    if override:
+        return override
+    try:
+        with open(profile_path or "", encoding="utf-8") as handle:
+            version = json.load(handle).get("driver_version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None
 
 
 def simulated_host(host_json):

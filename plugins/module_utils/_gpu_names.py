@@ -25,6 +25,9 @@ COMPUTE_MODES = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclu
 # nvmlGpuTopologyLevel_t, named as `nvidia-smi topo -m` explains them (PIX/PXB/PHB/NODE/SYS).
 TOPOLOGY_LEVELS = {0: "internal", 10: "single", 20: "multiple", 30: "hostbridge", 40: "node", 50: "system"}
 
+# nvmlNvlinkVersion_t: nvmlDeviceGetNvLinkVersion answers this enum, not the NVLink generation itself.
+NVLINK_VERSIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
+
 # nvmlClocksEventReasons bit masks (formerly "throttle reasons").
 THROTTLE_REASONS = (
     (0x1, "gpu_idle"),
@@ -57,6 +60,12 @@ def topology_level_name(value):
     if value is None:
         return None
     return TOPOLOGY_LEVELS.get(value, f"unknown({value})")
+
+
+def nvlink_version_name(value):
+    if value is None:
+        return None
+    return NVLINK_VERSIONS.get(value, f"unknown({value})")
 
 
 def throttle_reason_names(mask):

@@ -13,6 +13,7 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_names import (
     architecture_name,
     compute_mode_name,
     mig_profile_from_name,
+    nvlink_version_name,
     throttle_reason_names,
     topology_level_name,
 )
@@ -132,7 +133,7 @@ def _nvlink(nvml, handle):
         if state:
             up += 1
             version = version or _query(nvml, "nvmlDeviceGetNvLinkVersion", handle, link)
-    return {"links_up": up, "links_total": total, "version": version}
+    return {"links_up": up, "links_total": total, "version": nvlink_version_name(version)}
 
 
 def _mig(nvml, handle):
@@ -224,11 +225,13 @@ def gpu_info(nvml, index, handle, gather_processes=True):
 
 
 def collect_gpus(nvml, count, gather_processes=True):
-    """(gpus, handles) for devices 0..count-1; a device NVML cannot open is listed with its error."""
+    """(gpus, handles) for devices 0..count-1; a device NVML cannot open or name is listed with its error."""
     gpus, handles = [], []
     for index in range(count):
         try:
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            # A card that fell off the bus still has a handle; its name query reports GPU_IS_LOST.
+            nvml.nvmlDeviceGetName(handle)
         except nvml.NVMLError as exc:
             gpus.append({"index": index, "error": str(exc)})
             continue

@@ -77,7 +77,7 @@ def test_library_without_module_never_initialises(capsys, monkeypatch, roots, fa
     fake_root.pci("0000:c1:00.0", "0x1af1", "0x068000")
     monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
     monkeypatch.setattr(_gpu_gather, "_import_pynvml", Forbidden)
-    _, result = run_main(capsys, {**roots, "_ansible_check_mode": True})
+    result = run_main(capsys, {**roots, "_ansible_check_mode": True})[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert facts["driver_state"] == "not_loaded"
     assert facts["library_version"] == "570.133.20"
@@ -106,7 +106,7 @@ def test_unsupported_queries_are_null(capsys, monkeypatch, roots, fake_root):
     fake = Unsupported(count=2)
     monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
     monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: fake)
-    _, result = run_main(capsys, roots)
+    result = run_main(capsys, roots)[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert (facts["driver_state"], facts["driver_version"], facts["cuda_driver_version"]) == (
         "loaded",
@@ -143,7 +143,7 @@ def test_init_mismatch_reports_both_versions(capsys, monkeypatch, roots, fake_ro
 
     monkeypatch.setattr(_gpu_gather, "probe_library", lambda: {**REAL_LIB, "version": "535.261.03"})
     monkeypatch.setattr(_gpu_gather, "_import_pynvml", Mismatch)
-    _, result = run_main(capsys, roots)
+    result = run_main(capsys, roots)[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert facts["driver_state"] == "mismatch"
     assert "535.261.03" in facts["driver_state_reason"]
@@ -154,7 +154,7 @@ def test_init_mismatch_reports_both_versions(capsys, monkeypatch, roots, fake_ro
 def test_kernel_log_unreadable_is_said(capsys, monkeypatch, roots):
     monkeypatch.setattr(_gpu_gather, "probe_library", lambda: NO_LIB)
     monkeypatch.setattr(gpu_facts.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: None)
-    _, result = run_main(capsys, {**roots, "kernel_log": True})
+    result = run_main(capsys, {**roots, "kernel_log": True})[1]
     log = result["ansible_facts"]["gpufleet_gpu"]["kernel_log"]
     assert log["read"] is False
     assert "dmesg not found" in log["note"]
@@ -170,7 +170,7 @@ def test_kernel_log_xids_become_findings(capsys, monkeypatch, roots):
         return 0, fixture_text("dmesg-xid.txt"), ""
 
     monkeypatch.setattr(gpu_facts.AnsibleModule, "run_command", run_command)
-    _, result = run_main(capsys, {**roots, "kernel_log": True, "_ansible_check_mode": True})
+    result = run_main(capsys, {**roots, "kernel_log": True, "_ansible_check_mode": True})[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert argvs == [["/usr/bin/dmesg"]]  # read-only, also in check mode
     assert facts["kernel_log"]["source"] == "dmesg"
