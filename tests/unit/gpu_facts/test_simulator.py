@@ -259,3 +259,25 @@ def test_ansible_adhoc_check_mode(tmp_path):
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert result["changed"] is False
     assert (facts["driver_state"], facts["gpu_count"], facts["fabricmanager_required"]) == ("loaded", 8, True)
+
+
+def busy_link_problems(data):
+    gpu = data["gpus"][0]
+    gpu["nvlink"]["inactive"] = [3, 7]
+    gpu["pci"]["link_width_current"] = 8
+    gpu["clocks_event_reasons"] = []
+    gpu["utilization"]["gpu"] = 80
+    gpu["persistence_mode"] = False
+
+
+def test_nvlink_down_and_narrow_pcie_on_busy_gpu(tmp_path):
+    profile = derived_profile(tmp_path, "a100-sxm4-40gb-x8-nvswitch", busy_link_problems)
+    facts = facts_for(profile, tmp_path)
+    gpu0 = {(f["severity"], f["what"], f["value"], f["threshold"]) for f in facts["health"] if f["gpu"] == 0}
+    assert gpu0 == {
+        ("warning", "NVLink link down", 10, 12),
+        ("warning", "PCIe link width below its maximum", 8, 16),
+        ("info", "persistence mode off", False, True),
+    }
+    assert facts["gpus"][0]["nvlink"]["links_up"] == 10
+    assert facts["health_status"] == "warning"
