@@ -1,0 +1,79 @@
+"""The shipped matrix loads, every row cites a source and a date, and inventory rows override by id."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
+
+MATRIX = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yml"
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return yaml.safe_load(MATRIX.read_text())
+
+
+def test_every_row_has_a_source_and_read_date(shipped):
+    matrix = mx.build(shipped)
+    assert len(matrix["rows"]) == len(shipped["rows"])  # ids are unique
+    for row in matrix["rows"]:
+        assert row["source"].strip(), row["id"]
+        assert "http" in row["source"] or row["kind"] == "nccl", f"{row['id']} cites no URL"
+        assert row["read"] == "2026-12-01", row["id"]
+
+
+def test_every_rule_kind_is_covered(shipped):
+    kinds = set(mx.build(shipped)["by_kind"])
+    assert kinds == set(mx.REQUIRED)
+
+
+def test_table3_facts(shipped):
+    matrix = mx.build(shipped)
+    assert mx.cuda_min_driver(matrix, "12.8.1")["min_driver"] == "570.26"
+    assert mx.cuda_min_driver(matrix, "13.0")["min_driver"] == "580.65.06"
+    assert mx.cuda_min_driver(matrix, "12.2.140")["min_driver"] == "535.54.03"
+    assert mx.branch_row(matrix, "570.133.20")["max_cuda"] == "12.8"
+    assert mx.minor_compat(matrix, "12.8")["min_driver"] == "525.60.13"
+    assert mx.framework_row(matrix, "torch", "2.7.1+cu128")["default"] == "cu126"
+
+
+def test_extra_rows_add_and_override(shipped):
+    extra = [
+        {
+            "id": "cuda-12.8",
+            "kind": "cuda_driver",
+            "cuda": "12.8",
+            "min_driver": "570.124.06",
+            "source": "site policy: 12.8 Update 1",
+            "read": "2026-12-02",
+        },
+        {
+            "id": "cuda-13.2",
+            "kind": "cuda_driver",
+            "cuda": "13.2",
+            "min_driver": "600.1",
+            "source": "x",
+            "read": "2027",
+        },
+    ]
+    matrix = mx.build(shipped, extra)
+    assert mx.cuda_min_driver(matrix, "12.8")["min_driver"] == "570.124.06"
+    assert mx.cuda_min_driver(matrix, "12.8")["read"] == "2026-12-02"
+    assert mx.cuda_min_driver(matrix, "13.2")["min_driver"] == "600.1"
+    assert len(matrix["rows"]) == len(shipped["rows"]) + 1
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"kind": "cuda_driver"}, "needs an `id`"),
+        ({"id": "x", "kind": "wat", "source": "s", "read": "d"}, "kind 'wat' is not one of"),
+        ({"id": "x", "kind": "cuda_driver", "cuda": "12.8", "read": "d"}, "missing min_driver, source"),
+        ({"id": "x", "kind": "branch", "branch": "570", "max_cuda": "twelve", "source": "s", "read": "d"}, "max_cuda"),
+        ({"id": "x", "kind": "branch", "branch": "570", "max_cuda": "12.8", "source": "s"}, "add `read: YYYY-MM-DD`"),
+    ],
+)
+def test_bad_extra_rows_are_named(row, message):
+    with pytest.raises(mx.MatrixError, match=message):
+        mx.build({"rows": []}, [row])

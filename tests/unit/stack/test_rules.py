@@ -1,0 +1,249 @@
+"""Every rule's verdicts (ok, warning, violation, unknown) on real version combinations from the sources."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
+from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_inputs as si
+from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_fw as rules
+
+MATRIX = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yml"
+SANDBOX = Path(__file__).resolve().parents[3] / "inventories" / "sandbox" / "group_vars" / "all.yml"
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return mx.build(yaml.safe_load(MATRIX.read_text()))
+
+
+def run(matrix, versions, expect=None, rule=None):
+    checks = rules.evaluate(matrix, si.from_versions(versions), expect)
+    return [c for c in checks if rule is None or c["rule"] == rule]
+
+
+def statuses(checks):
+    return [c["status"] for c in checks]
+
+
+def test_sandbox_desired_stack_is_compatible(matrix):
+    stack = yaml.safe_load(SANDBOX.read_text())["gpufleet_stack"]
+    checks = run(matrix, stack)
+    assert statuses(checks) and set(statuses(checks)) == {"ok"}, checks
+    assert rules.verdict(checks) == (True, None)
+    # every family the stack touches was evaluated
+    assert {c["rule"] for c in checks} >= {
+        "driver_cuda",
+        "driver_branch",
+        "cudnn_cuda",
+        "nccl_cuda",
+        "framework_driver",
+        "framework_libraries",
+    }
+
+
+@pytest.mark.parametrize(
+    ("driver", "cuda", "status", "words"),
+    [
+        ("570.133.20", "12.8", "ok", "needs >= 570.26"),
+        ("570.26", "12.8", "ok", "fully supported"),  # exactly the Table 3 floor
+        ("535.54.03", "12.2", "ok", "fully supported"),
+        ("535.54.03", "12.8", "warning", "minor-version compatibility"),  # a 12.x toolkit on an older 12.x driver
+        ("525.60.13", "12.4", "warning", "upgrade the driver to >= 550.54.14"),
+        ("520.61.05", "12.0", "violation", "or choose CUDA <= 11.8"),  # below the 12.x minor-compat floor
+        ("570.133.20", "13.0", "violation", "needs driver >= 580.65.06"),  # new major: no minor compat across
+        ("580.65.06", "13.0", "ok", "fully supported"),
+        ("470.42.01", "11.8", "warning", "minor-version"),
+        ("535", "12.2", "ok", "branch 535"),  # a branch pin
+        ("535", "12.4", "warning", "minor-version"),
+        ("570.133.20", "12.7", "unknown", "no Table 3 row"),  # 12.7 was never released
+    ],
+)
+def test_driver_vs_cuda(matrix, driver, cuda, status, words):
+    (c,) = run(matrix, {"driver": driver, "cuda": cuda}, rule="driver_cuda")
+    assert c["status"] == status, c
+    assert words in c["message"] or words in c["source"], c
+
+
+def test_driver_branch_reports_highest_cuda(matrix):
+    (c,) = run(matrix, {"driver": "550.54.14"}, rule="driver_branch")
+    assert c["status"] == "ok" and "reports CUDA 12.4" in c["message"] and "by branch" in c["message"]
+    (c,) = run(matrix, {"driver": "610.10"}, rule="driver_branch")
+    assert c["status"] == "unknown"
+
+
+def test_driver_branch_prefers_libcuda(matrix):
+    stack = si.from_installed(
+        {
+            "driver": {
+                "loaded_version": "570.133.20",
+                "max_cuda": "12.8",
+                "max_cuda_source": "libcuda cuDriverGetVersion",
+            }
+        }
+    )
+    (c,) = [x for x in rules.evaluate(matrix, stack) if x["rule"] == "driver_branch"]
+    assert c["source"] == "libcuda cuDriverGetVersion"
+
+
+@pytest.mark.parametrize(
+    ("versions", "status", "words"),
+    [
+        ({"cudnn": "8.9.7", "cuda": "13.0"}, "violation", "choose cuDNN >=9.13 for CUDA 13.0"),
+        ({"cudnn": "8.9.7", "cuda": "12.2"}, "ok", "build for CUDA 12.2"),
+        ({"cudnn": "9.8.0", "cuda": "12.8"}, "ok", "build for CUDA 12.8"),
+        ({"cudnn": "9.6.0", "cuda": "13.0"}, "violation", "no build for CUDA 13.0"),  # CUDA 13 builds start at 9.13
+        ({"cudnn": "9.13.0", "cuda": "13.0"}, "ok", ""),
+        ({"cudnn": "9.12.0", "cuda": "11.8"}, "violation", "no build for CUDA 11.8"),  # CUDA 11 ends with 9.10
+        ({"cudnn": "7.6.5", "cuda": "10.2"}, "unknown", "not in the matrix"),
+    ],
+)
+def test_cudnn_vs_cuda(matrix, versions, status, words):
+    (c,) = run(matrix, versions, rule="cudnn_cuda")
+    assert c["status"] == status and words in c["message"], c
+
+
+def test_cudnn_driver_floor(matrix):
+    (c,) = run(matrix, {"driver": "520.61.05", "cudnn": "9.8.0", "cuda": "12.0"}, rule="cudnn_driver")
+    assert c["status"] == "violation" and ">= 525.60.13" in c["message"]
+
+
+def test_nccl(matrix):
+    assert statuses(run(matrix, {"nccl": "2.26.2", "cuda": "12.8"}, rule="nccl_cuda")) == ["ok"]
+    (c,) = run(matrix, {"nccl": "2.26.2", "cuda": "13.0"}, rule="nccl_cuda")
+    assert c["status"] == "violation" and "CUDA 13.x" in c["message"]
+    # a package build tag: "+cuda12.8" on a 13.0 toolkit is a different CUDA major
+    (c,) = run(matrix, {"nccl": "2.27.7-1+cuda12.9", "cuda": "13.0"}, rule="nccl_cuda")
+    assert c["status"] == "violation" and "built for CUDA 12.9" in c["message"]
+    (c,) = run(matrix, {"driver": "535.54.03", "nccl": "2.26.2-1+cuda12.8", "cuda": "12.2"}, rule="nccl_driver")
+    assert c["status"] == "warning"
+    assert statuses(run(matrix, {"nccl": "2.3.5", "cuda": "10.0"}, rule="nccl_cuda")) == ["unknown"]
+
+
+@pytest.mark.parametrize(
+    ("framework", "driver", "status", "words"),
+    [
+        ({"name": "torch", "version": "2.7.1", "cuda": "12.8"}, "570.133.20", "ok", "cu128 wheel"),
+        ("torch==2.7.1+cu128", "550.54.14", "warning", "minor-version"),
+        ("torch==2.7.1", "550.54.14", "warning", "PyPI default cu126"),  # plain pip install gets cu126
+        ("torch==2.8.0", "570.133.20", "ok", "PyPI default cu128"),
+        ("torch==2.7.1+cu128", "520.61.05", "violation", "upgrade the driver"),
+        ("torch==2.4.1", "535.54.03", "ok", "cu121"),
+    ],
+)
+def test_framework_variant_vs_driver(matrix, framework, driver, status, words):
+    (c,) = run(matrix, {"driver": driver, "framework": framework}, rule="framework_driver")
+    assert c["status"] == status and words in c["message"], c
+
+
+def test_framework_variant_that_does_not_exist(matrix):
+    (c,) = run(matrix, {"framework": {"name": "torch", "version": "2.7.1", "cuda": "12.4"}}, rule="framework_cuda")
+    assert c["status"] == "violation" and "no cu124 wheel" in c["message"] and "cu118, cu126, cu128" in c["message"]
+
+
+def test_framework_unknown_and_cpu(matrix):
+    assert statuses(run(matrix, {"framework": "torch==2.13.0"}, rule="framework_cuda")) == ["unknown"]
+    assert statuses(run(matrix, {"framework": "torch==2.13.0+cpu"}, rule="framework_cuda")) == ["ok"]
+
+
+def test_bundled_libraries_named(matrix):
+    (c,) = run(matrix, {"cudnn": "9.8.0", "framework": "torch==2.7.1+cu128"}, rule="framework_libraries")
+    assert "bundled cudnn 9.7.1.26, nccl 2.26.2" in c["message"] and "cudnn 9.8.0" in c["message"]
+
+
+@pytest.mark.parametrize(
+    ("versions", "status"),
+    [
+        ({"framework": "tensorflow==2.18.0", "cuda": "12.5", "cudnn": "9.3.0"}, ["ok", "ok"]),
+        ({"framework": "tensorflow==2.18.0", "cuda": "12.5", "cudnn": "8.9.7"}, ["ok", "violation"]),
+        ({"framework": "tensorflow==2.16.1", "cuda": "12.3", "cudnn": "8.9.4"}, ["ok", "ok"]),
+        ({"framework": "tensorflow==2.18.0", "cuda": "12.5", "cudnn": "9.1.0"}, ["ok", "warning"]),
+    ],
+)
+def test_tensorflow_uses_system_libraries(matrix, versions, status):
+    assert statuses(run(matrix, versions, rule="framework_libraries")) == status
+
+
+def test_horovod(matrix):
+    (c,) = run(matrix, {"horovod": "0.28.1", "framework": "torch==2.1.0"}, rule="horovod_framework")
+    assert c["status"] == "violation" and "C++17" in c["message"]
+    (c,) = run(matrix, {"horovod": "0.28.1", "framework": "torch==2.0.1"}, rule="horovod_framework")
+    assert c["status"] == "ok"
+    assert statuses(run(matrix, {"horovod": "0.27.0", "framework": "torch==2.0.1"}, rule="horovod_framework")) == [
+        "unknown"
+    ]
+
+
+def test_fabricmanager_exact(matrix):
+    (c,) = run(matrix, {"driver": "570.133.20", "fabricmanager": "570.124.06"}, rule="fabricmanager_driver")
+    assert c["status"] == "violation" and "nvidia-fabricmanager-570=570.133.20-1" in c["message"]
+    assert (
+        statuses(run(matrix, {"driver": "570.133.20", "fabricmanager": "570.133.20"}, rule="fabricmanager_driver"))[0]
+        == "ok"
+    )
+
+
+def test_expect_pins_against_host():
+    host = si.from_installed(
+        {
+            "driver": {
+                "loaded_version": "570.124.06",
+                "package_version": "570.133.20",
+                "mismatch": True,
+                "loaded_source": "/proc/driver/nvidia/version",
+            },
+            "cuda": {
+                "toolkits": [{"path": "/usr/local/cuda-12.8", "version": "12.8.1"}],
+                "default": "/usr/local/cuda-12.8",
+            },
+            "cudnn": {"version": "9.8.0", "findings": [{"version": "9.8.0", "source": "header", "scope": "system"}]},
+            "frameworks": {"torch": [{"version": "2.7.1+cu128", "cuda": "12.8"}]},
+        }
+    )
+    checks = rules.rule_expect(
+        host, {"driver": "570.133.20", "cuda": "12.8", "cudnn": ">=9,<10", "nccl": "2.26", "framework": "torch==2.7.1"}
+    )
+    assert statuses(checks) == ["violation", "ok", "ok", "violation", "ok"]
+    assert "host has absent" in checks[3]["message"]
+    (loaded,) = rules.rule_driver_loaded(host)
+    assert "reboot" in loaded["message"] and "570.124.06" in loaded["message"]
+
+
+def test_wheel_only_libraries_are_not_system_libraries():
+    host = si.from_installed(
+        {"nccl": {"version": "2.19.3", "findings": [{"version": "2.19.3", "scope": "wheel", "cuda": "12"}]}}
+    )
+    assert host["nccl"] is None and host["nccl_cuda"] is None
+
+
+def test_verdict_lists_every_violation_and_strict_unknowns(matrix):
+    checks = run(matrix, {"driver": "535.54.03", "cuda": "13.0", "cudnn": "8.9.7", "framework": "torch==2.99"})
+    ok, message = rules.verdict(checks)
+    assert not ok
+    assert message.startswith("2 incompatibilities")
+    assert "CUDA toolkit 13.0 needs driver >= 580.65.06 but the driver is 535.54.03" in message
+    assert "cuDNN 8.9.7 has no build for CUDA 13.0" in message
+    assert rules.verdict(checks, strict=True)[1].startswith("3 incompatibilities")
+    assert rules.verdict(run(matrix, {"framework": "torch==2.99"}))[0] is True
+
+
+@pytest.mark.parametrize(
+    ("versions", "message"),
+    [
+        ({"driver": "latest"}, "versions.driver 'latest' is not a version"),
+        ({"framework": "torch 2.7"}, "is not NAME==VERSION"),
+        ({"framework": {"name": "torch"}}, "needs name and version"),
+        ({"cuda": {"a": 1}}, "must be a version string"),
+    ],
+)
+def test_bad_versions_name_the_key(versions, message):
+    with pytest.raises(si.InputError, match=message):
+        si.from_versions(versions)
+
+
+def test_bad_expect_is_named():
+    with pytest.raises(si.InputError, match=re.escape("expect.cudnn '~9'")):
+        si.check_expect({"cudnn": "~9"})
+    with pytest.raises(si.InputError, match=re.escape("expect.cudn is not one of")):
+        si.check_expect({"cudn": "9"})
