@@ -77,7 +77,9 @@ def nvidia_smi(text):
 
 
 def _defines(text):
-    return {m.group(1): m.group(2) for m in re.finditer(r"^\s*#\s*define\s+(\w+)\s+(\S+)", text or "", re.M)}
+    return {
+        m.group(1): m.group(2) for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\S+)", text or "", re.M)
+    }
 
 
 def cudnn_header(text):

@@ -54,6 +54,15 @@ class Scanner:
         rc, out, _err = self.run(argv)
         return out if rc == 0 else None
 
+    def resolve(self, full):
+        """Follow links like realpath, but keep absolute targets under root (/usr/local/cuda -> /etc/alternatives)."""
+        for _hop in range(40):
+            if not os.path.islink(full):
+                break
+            target = os.readlink(full)
+            full = self.path(target) if os.path.isabs(target) else os.path.join(os.path.dirname(full), target)
+        return os.path.normpath(full)
+
     def show(self, full):
         """A path as the user knows it on the host (without the test root)."""
         return "/" + os.path.relpath(full, self.root) if self.root not in ("", "/") else full
@@ -135,10 +144,9 @@ class Scanner:
         link = self.path("usr/local/cuda")
         default = None
         if os.path.islink(link) or os.path.isdir(link):
-            target = os.path.realpath(link)
-            default = next(
-                (t["path"] for t in toolkits if os.path.realpath(self.path(t["path"])) == target), self.show(target)
-            )
+            target = self.resolve(link)
+            default = next((t["path"] for t in toolkits if self.resolve(self.path(t["path"])) == target), None)
+            default = default or self.show(target)
         return {"present": any(t["version"] for t in toolkits), "toolkits": toolkits, "default": default}
 
     def _toolkit(self, home, nvcc=None):

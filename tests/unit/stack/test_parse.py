@@ -66,6 +66,8 @@ def test_headers():
     # A header whose code disagrees with its parts is not trusted.
     assert sp.nccl_header(nccl + "#define NCCL_VERSION_CODE 21803\n") is None
     assert sp.cudnn_header("/* nothing */") is None
+    # An include guard with no value right before the numbers (as in cuDNN 9's cudnn_version.h).
+    assert sp.cudnn_header("#define CUDNN_VERSION_H_\n" + cudnn8) == "8.9.7"
 
 
 def test_library_names():
