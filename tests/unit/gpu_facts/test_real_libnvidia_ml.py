@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-CACHE = ROOT / ".cache"
-DEBS = CACHE / "debs"
+from .conftest import ROOT, debian_package
+
 NODES = ("/dev/nvidiactl", "/dev/nvidia0")
 MODULE = "ansible_collections.gpufleet.stack.plugins.modules.gpu_facts"
 
@@ -36,41 +35,16 @@ ls /dev
 """
 
 
-def _download():
-    """apt-get download libnvidia-ml1 from bookworm non-free, with lists kept under .cache/."""
-    sources = CACHE / "apt-nonfree.list"
-    sources.parent.mkdir(parents=True, exist_ok=True)
-    sources.write_text("deb http://deb.debian.org/debian bookworm main contrib non-free non-free-firmware\n")
-    for sub in ("apt-lists/partial", "apt-cache/archives/partial"):
-        (CACHE / sub).mkdir(parents=True, exist_ok=True)
-    opts = [
-        f"-oDir::Etc::SourceList={sources}",
-        "-oDir::Etc::SourceParts=/dev/null",
-        f"-oDir::State::Lists={CACHE / 'apt-lists'}",
-        f"-oDir::Cache={CACHE / 'apt-cache'}",
-    ]
-    DEBS.mkdir(parents=True, exist_ok=True)
-    for argv in (["apt-get", *opts, "update"], ["apt-get", *opts, "download", "libnvidia-ml1"]):
-        proc = subprocess.run(argv, cwd=DEBS, capture_output=True, text=True, timeout=300, check=False)
-        if proc.returncode:
-            return f"{' '.join(argv[:1] + argv[-2:])} failed: {proc.stderr.strip()[-300:]}"
-    return None
-
-
 @pytest.fixture(scope="module")
 def real_lib(tmp_path_factory):
     if os.path.isdir("/sys/module/nvidia"):
         pytest.skip("the nvidia kernel module is loaded here; this test checks a host without a driver")
-    debs = sorted(glob.glob(str(DEBS / "libnvidia-ml1_*.deb")))
-    if not debs:
-        error = _download()
-        debs = sorted(glob.glob(str(DEBS / "libnvidia-ml1_*.deb")))
-        if not debs:
-            pytest.skip(f"cannot download Debian's libnvidia-ml1 .deb ({error}); would check no /dev/nvidiactl appears")
     dest = tmp_path_factory.mktemp("libnvidia-ml1")
-    subprocess.run(["dpkg", "-x", debs[-1], str(dest)], check=True)
+    deb, error = debian_package("libnvidia-ml1", dest)
+    if deb is None:
+        pytest.skip(f"cannot download Debian's libnvidia-ml1 .deb ({error}); would check no /dev/nvidiactl appears")
     libdir = next(Path(p).parent for p in glob.glob(str(dest / "usr/lib/*/nvidia/current/libnvidia-ml.so.1")))
-    version = Path(debs[-1]).name.split("_")[1].split("-")[0]
+    version = deb.name.split("_")[1].split("-")[0]
     return libdir, version
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from .conftest import ROOT, debian_package
+
 SIM = ROOT / "sandbox" / "nvml-sim"
 REPLAY = SIM / "replay"
 PROFILES = sorted((SIM / "profiles").glob("*.json"))
@@ -281,3 +282,29 @@ def test_nvlink_down_and_narrow_pcie_on_busy_gpu(tmp_path):
     }
     assert facts["gpus"][0]["nvlink"]["links_up"] == 10
     assert facts["health_status"] == "warning"
+
+
+@pytest.fixture(scope="module")
+def debian_pynvml(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("python3-pynvml")
+    deb, error = debian_package("python3-pynvml", dest)
+    if deb is None:
+        pytest.skip(f"cannot download Debian's python3-pynvml ({error}); would compare its facts with nvidia-ml-py's")
+    return dest / "usr/lib/python3/dist-packages", deb.name
+
+
+@pytest.mark.parametrize("profile", ["hot-failing", "a100-mig", "t4-x1"])
+def test_debian_python3_pynvml_gives_the_same_facts(profile, tmp_path, debian_pynvml):
+    """Debian hosts may carry python3-pynvml (11.525) instead of nvidia-ml-py: older wrappers, same facts."""
+    path, name = debian_pynvml
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {}}))
+    script = (
+        f"import sys, runpy; sys.path.insert(0, {str(path)!r}); import pynvml; "
+        f"assert pynvml.__file__.startswith({str(path)!r}), pynvml.__file__; "
+        f"sys.argv = ['gpu_facts', {str(args)!r}]; runpy.run_module({MODULE!r}, run_name='__main__')"
+    )
+    old = json.loads(run_replay(profile, [sys.executable, "-c", script], tmp_path))["ansible_facts"]["gpufleet_gpu"]
+    new = facts_for(profile, tmp_path)
+    assert old["gpu_count"] == new["gpu_count"] > 0, name
+    assert old == new
