@@ -175,7 +175,7 @@ def _run_nvml(facts, nvml, params, kmod):
             nvml.nvmlShutdown()
 
 
-def gather(params, read_kernel_log, probe=None, nvml_module=None):
+def gather(params, read_kernel_log, probe=None):
     """Build the facts dict. read_kernel_log() -> (lines or None, source, note)."""
     facts = empty_facts()
     probe = probe if probe is not None else probe_library()
@@ -198,8 +198,14 @@ def gather(params, read_kernel_log, probe=None, nvml_module=None):
     facts["fabricmanager_required"] = facts["nvswitch_present"]
 
     call_init, state, reason = host.plan_probe(kmod["loaded"], probe.get("found"), probe.get("simulator"))
+    if call_init and not probe.get("simulator") and host.versions_mismatch(probe.get("version"), kmod["version"]):
+        # Packages upgraded without a reboot: nvmlInit would only answer LIB_RM_VERSION_MISMATCH.
+        call_init, state, reason = (
+            False,
+            *host.classify_init_error(host.NVML_ERROR_LIB_RM_VERSION_MISMATCH, probe.get("version"), kmod["version"]),
+        )
     facts["driver_state"], facts["driver_state_reason"] = state, reason
-    nvml = nvml_module or (_import_pynvml() if call_init else None)
+    nvml = _import_pynvml() if call_init else None
     if call_init and nvml is None:
         facts["driver_state"] = "error"
         facts["driver_state_reason"] = "the pynvml module (PyPI nvidia-ml-py) is not installed on the managed host"

@@ -20,6 +20,8 @@ description:
     C(/proc/driver/nvidia/version) exists), because the real library, run as root, would create
     C(/dev/nvidiactl). The library is only C(dlopen)ed to learn whether it exists; the gpufleet NVML simulator
     (C(sandbox/nvml-sim)) is recognised by its exported marker symbol and always initialised.
+  - Under the simulator, the host facts (kernel module, nouveau, PCI functions, Xid lines) come from the
+    profile's C(host) object, and C(simulated) is true.
   - A missing C(pynvml), a missing library, a driver that is not loaded or a query a card does not support
     give facts (with C(null) for unsupported fields), never a failure.
 author:

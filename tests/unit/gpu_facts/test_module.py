@@ -127,7 +127,8 @@ def test_unsupported_queries_are_null(capsys, monkeypatch, roots, fake_root):
     assert fake.calls[-1] == "nvmlShutdown"
 
 
-def test_init_mismatch_reports_both_versions(capsys, monkeypatch, roots, fake_root):
+def test_init_mismatch_from_nvml(capsys, monkeypatch, roots, fake_root):
+    """The library file name tells no version (a vendor symlink farm): nvmlInit's answer decides."""
     fake_root.module("nvidia")
     fake_root.write("proc/driver/nvidia/version", fixture_text("proc-version-proprietary-535.txt"))
 
@@ -141,14 +142,17 @@ def test_init_mismatch_reports_both_versions(capsys, monkeypatch, roots, fake_ro
                 return init
             return super().__getattr__(name)
 
-    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: {**REAL_LIB, "version": "535.261.03"})
-    monkeypatch.setattr(_gpu_gather, "_import_pynvml", Mismatch)
+    fake = Mismatch()
+    monkeypatch.setattr(
+        _gpu_gather, "probe_library", lambda: {**REAL_LIB, "path": "/opt/libnvidia-ml.so.1", "version": None}
+    )
+    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: fake)
     result = run_main(capsys, roots)[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert facts["driver_state"] == "mismatch"
-    assert "535.261.03" in facts["driver_state_reason"]
-    assert "535.183.01" in facts["driver_state_reason"]
+    assert "kernel module 535.183.01" in facts["driver_state_reason"]
     assert facts["gpus"] == []
+    assert "nvmlDeviceGetCount" not in fake.calls
 
 
 def test_kernel_log_unreadable_is_said(capsys, monkeypatch, roots):
@@ -187,3 +191,15 @@ def test_bad_threshold_fails_naming_the_option(capsys, roots):
     assert rc == 1
     assert result["failed"] is True
     assert "temperature_threshold 0" in result["msg"]
+
+
+def test_versions_differ_without_init(capsys, monkeypatch, roots, fake_root):
+    """/proc says 535.183.01, the library file is 570.133.20: mismatch, and NVML is not even imported."""
+    fake_root.module("nvidia")
+    fake_root.write("proc/driver/nvidia/version", fixture_text("proc-version-proprietary-535.txt"))
+    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(_gpu_gather, "_import_pynvml", Forbidden)
+    facts = run_main(capsys, roots)[1]["ansible_facts"]["gpufleet_gpu"]
+    assert facts["driver_state"] == "mismatch"
+    assert (facts["library_version"], facts["kernel_module_version"]) == ("570.133.20", "535.183.01")
+    assert facts["health_status"] == "critical"
