@@ -1,5 +1,6 @@
 """gpu_facts through main() with patched arguments: driver states, missing pynvml, unsupported queries."""
 
+import ctypes
 import json
 
 import pynvml
@@ -203,3 +204,36 @@ def test_versions_differ_without_init(capsys, monkeypatch, roots, fake_root):
     assert facts["driver_state"] == "mismatch"
     assert (facts["library_version"], facts["kernel_module_version"]) == ("570.133.20", "535.183.01")
     assert facts["health_status"] == "critical"
+
+
+def test_probe_library_on_a_host_without_one():
+    """This CI machine has no libnvidia-ml.so.1: the probe says so instead of raising."""
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        pass
+    else:
+        pytest.skip("a libnvidia-ml.so.1 is on this machine's library path; would check the not-found probe")
+    probe = _gpu_gather.probe_library()
+    assert (probe["found"], probe["simulator"], probe["version"]) == (False, False, None)
+
+
+@pytest.mark.parametrize("text", [None, "", "not json", "[1, 2]"])
+def test_simulated_host_tolerates_bad_json(text):
+    assert _gpu_gather.simulated_host(text) == {}
+
+
+def test_simulated_host_maps_profile_keys():
+    got = _gpu_gather.simulated_host(
+        json.dumps(
+            {
+                "driver_loaded": False,
+                "kernel_module_flavor": "open",
+                "xid_lines": "NVRM: Xid (PCI:0000:07:00): 79, pid=0\nother line",
+                "pci_devices": [{"bus_id": "0000:c1:00.0", "device_id": "0x1af1", "class": "0x068000"}],
+            }
+        )
+    )
+    assert (got["loaded"], got["flavor"]) == (False, "open")
+    assert len(got["kernel_log_lines"]) == 2
+    assert got["pci_devices"][0]["is_nvswitch"] is True
