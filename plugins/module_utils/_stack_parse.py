@@ -123,7 +123,7 @@ def dist_metadata(text):
     for line in (text or "").splitlines():
         if not line.strip():
             break  # the body (long description) starts after the first blank line
-        key, _, value = line.partition(":")
+        key, _sep, value = line.partition(":")
         value = value.strip()
         if key in ("Name", "Version"):
             headers[key.lower()] = value

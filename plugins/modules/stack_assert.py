@@ -25,7 +25,7 @@ description:
     Fabric Manager equal to the driver; a loaded driver that differs from the installed one."
   - The matrix is C(data/compat_matrix.yml) in the collection; each row cites its source and the date it was read.
 author:
-  - gpufleet.stack contributors
+  - gpufleet.stack maintainers (@gpufleet)
 options:
   versions:
     description:
@@ -62,22 +62,27 @@ options:
 attributes:
   action:
     support: full
+    description: Reads the matrix on the controller; runs M(gpufleet.stack.stack_facts) on the host to detect.
   check_mode:
     support: full
     description: Read-only.
   diff_mode:
     support: none
+    description: Reports; changes nothing.
   platform:
     platforms: posix
     support: full
+    description: Checks given versions on the controller; detection needs a Linux host.
 seealso:
   - module: gpufleet.stack.stack_facts
   - name: CUDA Toolkit release notes (Tables 2 and 3)
     description: Minimum drivers for full support and for minor-version compatibility.
     link: https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html
   - name: cuDNN support matrix
+    description: cuDNN builds per CUDA major and their driver floors.
     link: https://docs.nvidia.com/deeplearning/cudnn/latest/reference/support-matrix.html
   - name: PyTorch release compatibility matrix
+    description: CUDA variants of each PyTorch release.
     link: https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix
 """
 

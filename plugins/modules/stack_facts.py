@@ -22,7 +22,7 @@ description:
     them, with the CUDA they were built for and the cuDNN/NCCL wheels they pin.
   - A component that is absent is reported with C(present=false), never as a failure.
 author:
-  - gpufleet.stack contributors
+  - gpufleet.stack maintainers (@gpufleet)
 options:
   python_envs:
     description:
@@ -43,12 +43,14 @@ attributes:
     description: Read-only; runs the same in check mode.
   diff_mode:
     support: none
+    description: Reports; changes nothing.
   platform:
     platforms: posix
     support: full
     description: Linux hosts with dpkg or rpm.
   facts:
     support: full
+    description: Sets C(ansible_facts['gpufleet_installed']).
 notes:
   - "Runs in well under a second: it reads small files and runs at most C(dpkg-query) and a few C(--version) commands."
 seealso:
