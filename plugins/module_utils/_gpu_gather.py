@@ -150,7 +150,7 @@ def _import_pynvml():
 
 
 def _run_nvml(facts, nvml, params, kmod):
-    """nvmlInit, gather, nvmlShutdown; sets driver_state and the NVML facts. Returns the device handles."""
+    """nvmlInit, gather, nvmlShutdown: sets driver_state and the NVML facts in place."""
     try:
         nvml.nvmlInit()
     except nvml.NVMLError as exc:
