@@ -115,14 +115,19 @@ static const char *profile_path(void)
     return p && *p ? p : SIM_DEFAULT_PROFILE;
 }
 
-/* Read and parse the profile; NULL (with a debug note) when it is missing or not JSON. */
-static sj_node *load_profile(void)
+/*
+ * Read and parse the profile; NULL (with a debug note) when it is missing or not JSON. *why says which:
+ * no profile is a host with the library but no driver, a broken one is an internal error.
+ */
+static sj_node *load_profile(nvmlReturn_t *why)
 {
     const char *path = profile_path();
     FILE *f = fopen(path, "rb");
     char err[128];
+    *why = NVML_ERROR_UNKNOWN;
     if (!f) {
         debug("cannot open profile %s", path);
+        *why = NVML_ERROR_DRIVER_NOT_LOADED;
         return NULL;
     }
     size_t cap = 1 << 16, len = 0;
@@ -236,9 +241,9 @@ static nvmlReturn_t do_init(void)
     nvmlReturn_t ret = NVML_SUCCESS;
     pthread_mutex_lock(&lock);
     if (refcount == 0) {
-        sj_node *root = load_profile();
-        /* No profile means no simulated driver: what a host with only the library installed reports. */
-        ret = root ? init_verdict(root) : NVML_ERROR_DRIVER_NOT_LOADED;
+        sj_node *root = load_profile(&ret);
+        if (root)
+            ret = init_verdict(root);
         if (ret == NVML_SUCCESS) {
             profile = root;
             root = NULL;
@@ -482,7 +487,8 @@ SIM_EXPORT const char *gpufleet_nvml_sim_host_json(void)
     const char *path = profile_path();
     pthread_mutex_lock(&lock);
     if (!cached || strcmp(cached_for, path)) {
-        sj_node *root = load_profile();
+        nvmlReturn_t why;
+        sj_node *root = load_profile(&why);
         sj_node *host = sj_get(root, "host");
         free(cached);
         cached = NULL;
