@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_packages as pk
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_parse as sp
@@ -206,11 +207,16 @@ class Scanner:
 
     def python_env(self, env):
         """Frameworks and NVIDIA wheels in one environment, from dist-info and version files only."""
-        frameworks, wheels = {}, {}
+        frameworks, wheels, jax_plugin = {}, {}, None
         for site in self.site_dirs(env):
             for meta_path in glob.glob(os.path.join(site, "*.dist-info", "METADATA")):
                 dist = os.path.basename(os.path.dirname(meta_path))[: -len(".dist-info")].rsplit("-", 1)[0]
                 dist = dist.lower().replace("-", "_").replace(".", "_")
+                # jax's CUDA build is a separate wheel: jax-cuda12-plugin / jax-cuda13-plugin.
+                found = re.fullmatch(r"jax_cuda(\d+)_plugin", dist)
+                if found:
+                    jax_plugin = (found.group(1), self.show(meta_path))
+                    continue
                 name = FRAMEWORKS.get(dist) or next((k for k, p in WHEELS.items() if dist.startswith(p)), None)
                 if not name:
                     continue
@@ -226,6 +232,8 @@ class Scanner:
                     }
                     continue
                 frameworks[name] = framework_entry(name, meta, source=source, site=site, read=self.read, env=env)
+        if jax_plugin and "jax" in frameworks:
+            frameworks["jax"].update(cuda=jax_plugin[0], cuda_source=f"wheel {jax_plugin[1]}")
         return frameworks, wheels
 
 

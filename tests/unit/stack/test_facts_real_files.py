@@ -208,6 +208,20 @@ def test_module_main_returns_facts_under_one_key(host):
     assert result["ansible_facts"]["gpufleet_installed"]["cudnn"]["version"] == "9.6.0.74"
 
 
+def test_jax_cuda_plugin_gives_its_cuda_major(tmp_path):
+    site = tmp_path / "site"
+    for dist, version in (("jax", "0.6.2"), ("jax_cuda12_plugin", "0.6.2"), ("jaxlib", "0.6.2")):
+        (site / f"{dist}-{version}.dist-info").mkdir(parents=True)
+        name = dist.replace("_", "-")
+        (site / f"{dist}-{version}.dist-info/METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        )
+    found = stack_facts.gather(Scanner(root=str(tmp_path), run=run), ["/site"])
+    (jax,) = found["frameworks"]["jax"]
+    assert jax["version"] == "0.6.2" and jax["cuda"] == "12"
+    assert jax["cuda_source"] == "wheel /site/jax_cuda12_plugin-0.6.2.dist-info/METADATA"
+
+
 def test_interpreter_env_is_asked_for_its_site_packages(tmp_path):
     """A python_envs entry that is an interpreter is asked (argv, no shell) where its site-packages are."""
     site = tmp_path / "site"
