@@ -193,7 +193,7 @@ class Scanner:
         ]
         found = sp.first_line_version(self.command([self.path(tool), "--version"]))
         if found:
-            findings.insert(0, {"version": found, "source": f"{tool} --version"})
+            findings.insert(0, {"version": found, "source": f"/{tool} --version"})
         return summarise(findings)
 
     def site_dirs(self, env):

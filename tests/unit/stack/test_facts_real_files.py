@@ -137,7 +137,7 @@ def test_reads_every_component_with_its_source(host):
     assert next(f for f in nccl["findings"] if f["scope"] == "package")["cuda"] == "12.3"
 
     fm = found["fabricmanager"]
-    assert fm["version"] == "570.124.06" and fm["findings"][0]["source"] == "usr/bin/nv-fabricmanager --version"
+    assert fm["version"] == "570.124.06" and fm["findings"][0]["source"] == "/usr/bin/nv-fabricmanager --version"
     assert found["container_toolkit"]["version"] == "1.17.5"
 
     (torch,) = found["frameworks"]["torch"]
@@ -206,6 +206,36 @@ def test_module_main_returns_facts_under_one_key(host):
     assert result["changed"] is False
     assert list(result["ansible_facts"]) == ["gpufleet_installed"]
     assert result["ansible_facts"]["gpufleet_installed"]["cudnn"]["version"] == "9.6.0.74"
+
+
+def test_debian_toolkit_and_container_toolkit(tmp_path):
+    """Debian's nvidia-cuda-toolkit lives in /usr/lib/nvidia-cuda-toolkit with nvcc in /usr/bin (no version.json)."""
+    (tmp_path / "usr/lib/nvidia-cuda-toolkit/bin").mkdir(parents=True)
+    script(
+        tmp_path / "usr/bin/nvcc",
+        """\
+        echo 'nvcc: NVIDIA (R) Cuda compiler driver'
+        echo 'Cuda compilation tools, release 11.8, V11.8.89'
+        """,
+    )
+    script(
+        tmp_path / "usr/bin/nvidia-ctk",
+        """\
+        echo 'NVIDIA Container Toolkit CLI version 1.17.5'
+        echo 'commit: f785e908a7f72149f8912617058644fd84e38cde'
+        """,
+    )
+    found = stack_facts.gather(Scanner(root=str(tmp_path), run=run), [])
+    assert found["cuda"]["toolkits"] == [
+        {
+            "path": "/usr/lib/nvidia-cuda-toolkit",
+            "version": "11.8.89",
+            "source": "/usr/lib/nvidia-cuda-toolkit nvcc --version",
+        }
+    ]
+    assert found["cuda"]["default"] is None  # no /usr/local/cuda link
+    assert found["container_toolkit"]["version"] == "1.17.5"
+    assert found["container_toolkit"]["source"] == "/usr/bin/nvidia-ctk --version"
 
 
 def test_jax_cuda_plugin_gives_its_cuda_major(tmp_path):
