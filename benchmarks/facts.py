@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Facts benchmarks, measured side by side in one run on the sandbox fleet (see README "Performance").
+
+1. gpu_facts vs ansible.builtin.setup on one 8-GPU node (simulated H100 x8), alternating, median task wall time
+   per module as the callback measures it (goal: gpu_facts <= 0.5x setup).
+2. playbooks/facts.yml on 32 nodes vs on 1 node, alternating whole runs, median wall time (goal: <= 5x).
+
+    .venv/bin/python benchmarks/facts.py [--rounds 5] [--nodes 32] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+FLEET = ROOT / "sandbox" / "fleet"
+
+
+def sh(argv, **kw):
+    return subprocess.run([str(a) for a in argv], check=True, capture_output=True, text=True, **kw)
+
+
+def up(fleet, count, prefix, profile, inventory):
+    sh([FLEET, "up", count, "--name-prefix", prefix, "--fleet", fleet, "--profile", profile, "--inventory", inventory])
+
+
+def env(**extra):
+    return dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH=f"{BIN}:{os.environ['PATH']}", **extra)
+
+
+def module_times(inventory, rounds, limit):
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as times:
+        sh(
+            [
+                BIN / "ansible-playbook",
+                "-i",
+                inventory,
+                ROOT / "benchmarks" / "gpu_facts_vs_setup.yml",
+                "--limit",
+                limit,
+                "-e",
+                f"gpufleet_bench_rounds={rounds}",
+            ],
+            env=env(
+                GPUFLEET_TASK_TIMES=times.name,
+                ANSIBLE_CALLBACKS_ENABLED="task_timer",
+                ANSIBLE_CALLBACK_PLUGINS=str(ROOT / "benchmarks" / "callback_plugins"),
+            ),
+        )
+        records = [json.loads(line) for line in Path(times.name).read_text().splitlines()]
+    by_task = {}
+    for rec in records:
+        by_task.setdefault(rec["task"], []).append(rec["seconds"])
+    return by_task["Bench setup"], by_task["Bench gpu_facts"]
+
+
+def playbook_time(inventory, limit, cache_dir):
+    started = time.monotonic()
+    sh(
+        [
+            BIN / "ansible-playbook",
+            "-i",
+            inventory,
+            ROOT / "playbooks" / "facts.yml",
+            "--limit",
+            limit,
+            "-e",
+            f"gpufleet_report_dir={cache_dir}/report",
+        ],
+        env=env(ANSIBLE_CACHE_PLUGIN_CONNECTION=f"{cache_dir}/facts"),
+    )
+    return time.monotonic() - started
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--nodes", type=int, default=32)
+    p.add_argument("--keep", action="store_true", help="leave the benchmark nodes running")
+    args = p.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="gpufleet-bench-"))
+    inventory = work / "hosts.yml"
+    try:
+        up("bench", args.nodes, "bench", "a100-sxm4-40gb-x8-nvswitch", inventory)
+        sh(
+            [
+                FLEET,
+                "up",
+                "--name",
+                "bench-h100",
+                "--fleet",
+                "bench",
+                "--profile",
+                "h100-sxm5-80gb-x8",
+                "--inventory",
+                inventory,
+            ]
+        )
+        setup_s, gpu_s = module_times(inventory, args.rounds, "bench-h100")
+        one, many = [], []
+        for _ in range(args.rounds):
+            one.append(playbook_time(inventory, "bench-1", work))
+            many.append(playbook_time(inventory, "bench-*:!bench-h100", work))
+        m_setup, m_gpu = statistics.median(setup_s), statistics.median(gpu_s)
+        m_one, m_many = statistics.median(one), statistics.median(many)
+        print(f"gpu_facts vs setup on 1 node, 8x H100 (simulated), {len(gpu_s)} runs each, alternating:")
+        print(f"  setup     median {m_setup:.3f} s  (min {min(setup_s):.3f})")
+        print(f"  gpu_facts median {m_gpu:.3f} s  (min {min(gpu_s):.3f})")
+        print(f"  ratio gpu_facts/setup = {m_gpu / m_setup:.2f}x  (goal <= 0.5x)")
+        print(f"playbooks/facts.yml, {args.rounds} runs each, alternating:")
+        print(f"  1 node    median {m_one:.1f} s")
+        print(f"  {args.nodes} nodes  median {m_many:.1f} s")
+        print(f"  ratio {args.nodes}/1 = {m_many / m_one:.2f}x  (goal <= 5x)")
+    finally:
+        if not args.keep:
+            sh([FLEET, "down", "--fleet", "bench", "--inventory", "none"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Facts into inventory: playbooks/facts.yml fills the fact cache, and the shipped constructed config turns
+it into groups a user can target on the next run. Runs on this machine under the NVML simulator."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def test_cached_facts_become_groups(tmp_path):
+    inventory = tmp_path / "inventory"
+    inventory.mkdir()
+    (inventory / "hosts.yml").write_text(
+        "all:\n  hosts:\n    node-a:\n      ansible_connection: local\n"
+        f"      ansible_python_interpreter: {sys.executable}\n"
+    )
+    shutil.copy(ROOT / "inventories/sandbox/zz-gpufleet.constructed.yml", inventory)
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"),
+        PATH=f"{BIN}:{os.environ['PATH']}",
+    )
+    subprocess.run(
+        [
+            ROOT / "sandbox/nvml-sim/replay",
+            "hot-failing",
+            "--",
+            BIN / "ansible-playbook",
+            "-i",
+            inventory,
+            ROOT / "playbooks/facts.yml",
+            "-e",
+            f"gpufleet_report_dir={tmp_path / 'report'}",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    graph = subprocess.run(
+        [BIN / "ansible-inventory", "-i", inventory, "--export", "--list"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    groups = {name: data.get("hosts", []) for name, data in json.loads(graph.stdout).items() if name != "_meta"}
+    for group in ("gpu_model_a100_sxm4_40gb", "driver_branch_570", "gpu_health_critical"):
+        assert groups.get(group) == ["node-a"], f"{group} missing from {sorted(groups)}"
+    assert "gpu_health_ok" not in groups
+    report = json.loads((tmp_path / "report" / "fleet-report.json").read_text())
+    assert report["rows"][0]["host"] == "node-a"
+    assert report["rows"][0]["health"] == "critical"
