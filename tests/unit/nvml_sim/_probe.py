@@ -23,7 +23,7 @@ def plain(value):
     if isinstance(value, bytes):
         return value.decode()
     if isinstance(value, ctypes.Structure):
-        return {name: plain(getattr(value, name)) for name, _ in value._fields_}
+        return {field[0]: plain(getattr(value, field[0])) for field in value._fields_}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, n.nvmlFriendlyObject):

@@ -38,6 +38,10 @@ def reason_mask(names):
     return mask
 
 
+def watts(value):
+    return round(value * 1000)  # the profile has watts, NVML answers milliwatts
+
+
 def or_unsupported(section, key, convert=lambda v: v):
     value = (section or {}).get(key)
     return NOT_SUPPORTED if value is None else convert(value)
@@ -50,7 +54,6 @@ def expected_gpu(gpu):
     ecc = gpu.get("ecc")
     errors = (ecc or {}).get("errors") or {}
     temp, power, nvlink, mig = (gpu.get(k) for k in ("temperature", "power", "nvlink", "mig"))
-    watts = lambda w: round(w * 1000)  # noqa: E731
     links = (nvlink or {}).get("links", 0)
     inactive = set((nvlink or {}).get("inactive", []))
     return {

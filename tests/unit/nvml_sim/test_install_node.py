@@ -1,0 +1,56 @@
+"""install-node.sh lays the simulator out as a driver package would; checked in a scratch root, not a container."""
+
+import os
+import subprocess
+import sys
+
+import pynvml as n
+
+from .conftest import SIM, run_probe
+
+LIBDIR = "usr/lib/x86_64-linux-gnu"
+
+
+def install(root, *args):
+    return subprocess.run(
+        [str(SIM / "install-node.sh"), "--root", str(root), *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_installs_versioned_library_profile_and_marker(tmp_path, libdir):
+    proc = install(tmp_path, "t4-x1")
+    assert proc.returncode == 0, proc.stderr
+    lib = tmp_path / LIBDIR / "libnvidia-ml.so.1"
+    assert os.readlink(lib) == "libnvidia-ml.so.535.230.02"  # gpu_facts reads the version from this name
+    marker = (tmp_path / "etc/gpufleet/nvml-sim/gpufleet-nvml-sim").read_text().splitlines()
+    assert marker[:2] == ["profile=t4-x1.json", "driver_version=535.230.02"]
+    out = run_probe(tmp_path / LIBDIR, tmp_path / "etc/gpufleet/nvml-sim/profile.json")
+    assert (out["driver_version"], out["gpus"][0]["name"]) == ("535.230.02", "Tesla T4")
+
+
+def test_upgrade_replaces_the_library_and_needs_the_module_to_follow(tmp_path, libdir):
+    assert install(tmp_path, "t4-x1").returncode == 0
+    proc = install(tmp_path, "t4-x1", "--driver-version", "570.133.20")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / LIBDIR).iterdir()) == ["libnvidia-ml.so.1", "libnvidia-ml.so.570.133.20"]
+    # The profile's kernel module is still 535: like an upgrade without reboot.
+    out = run_probe(tmp_path / LIBDIR, tmp_path / "etc/gpufleet/nvml-sim/profile.json")
+    assert out["init"] == {"error": n.NVML_ERROR_LIB_RM_VERSION_MISMATCH}
+
+
+def test_default_profile_path_without_env(libdir):
+    env = {k: v for k, v in os.environ.items() if k != "GPUFLEET_NVML_SIM_PROFILE"}
+    code = (
+        "import ctypes; lib = ctypes.CDLL('libnvidia-ml.so.1'); "
+        "lib.gpufleet_nvml_sim_profile_path.restype = ctypes.c_char_p; "
+        "print(lib.gpufleet_nvml_sim_profile_path().decode())"
+    )
+    env["LD_LIBRARY_PATH"] = str(libdir)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "/etc/gpufleet/nvml-sim/profile.json"
+
+
+def test_refuses_without_a_destination():
+    proc = subprocess.run([str(SIM / "install-node.sh"), "t4-x1"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert "exactly one of --root DIR or --container NAME" in proc.stderr
