@@ -1,10 +1,10 @@
 /*
- * NVML simulator core: profile loading, init/shutdown, system queries, device handles and the
- * two gpufleet_nvml_sim_* marker symbols. Device queries live in sim_device.c.
+ * NVML simulator core: profile loading, init/shutdown, error strings, the device table and the two
+ * gpufleet_nvml_sim_* marker symbols. System queries and handles: sim_system.c; device queries:
+ * sim_device.c, sim_thermal.c, sim_health.c; lookup helpers: sim_lookup.c.
  */
 #include "sim.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +109,7 @@ static void debug(const char *fmt, const char *arg)
     }
 }
 
-static const char *profile_path(void)
+const char *sim_profile_path(void)
 {
     const char *p = getenv("GPUFLEET_NVML_SIM_PROFILE");
     return p && *p ? p : SIM_DEFAULT_PROFILE;
@@ -121,7 +121,7 @@ static const char *profile_path(void)
  */
 static sj_node *load_profile(nvmlReturn_t *why)
 {
-    const char *path = profile_path();
+    const char *path = sim_profile_path();
     FILE *f = fopen(path, "rb");
     char err[128];
     *why = NVML_ERROR_UNKNOWN;
@@ -321,170 +321,19 @@ nvmlReturn_t sim_dev(nvmlDevice_t device, struct nvmlDevice_st **out)
     return NVML_SUCCESS;
 }
 
-/* ---- system queries ---- */
-
-nvmlReturn_t sim_put_str(const char *value, char *buf, unsigned int len)
-{
-    if (!buf)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    if (strlen(value) + 1 > len)
-        return NVML_ERROR_INSUFFICIENT_SIZE;
-    memcpy(buf, value, strlen(value) + 1);
-    return NVML_SUCCESS;
-}
-
-SIM_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
-{
-    if (!sim_initialized())
-        return NVML_ERROR_UNINITIALIZED;
-    return sim_put_str(driver_version, version, length);
-}
-
-static int cuda_version(void)
-{
-    const char *env = getenv("GPUFLEET_NVML_SIM_CUDA_DRIVER_VERSION");
-    sj_node *n = sj_get(profile, "cuda_driver_version");
-    if (env && *env)
-        return atoi(env);
-    if (GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION)
-        return GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION;
-    return n && n->type == SJ_NUM ? (int)n->num : 0;
-}
-
-SIM_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
-{
-    char buf[2 * NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
-    const char *given = str_of(sj_get(profile, "nvml_version"));
-    const char *env = getenv("GPUFLEET_NVML_SIM_DRIVER_VERSION");
-    if (!sim_initialized())
-        return NVML_ERROR_UNINITIALIZED;
-    /* Real NVML reports "<CUDA major>.<driver version>", e.g. 12.570.133.20; an override keeps that shape. */
-    if (given && !(env && *env) && !GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION[0])
-        return sim_put_str(given, version, length);
-    snprintf(buf, sizeof(buf), "%d.%s", cuda_version() / 1000, driver_version);
-    return sim_put_str(buf, version, length);
-}
-
-static nvmlReturn_t get_cuda(int *out)
-{
-    if (!sim_initialized())
-        return NVML_ERROR_UNINITIALIZED;
-    if (!out)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    *out = cuda_version();
-    return *out ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
-}
-
-SIM_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v) { return get_cuda(v); }
-SIM_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) { return get_cuda(v); }
-
-static nvmlReturn_t get_count(unsigned int *count)
-{
-    if (!sim_initialized())
-        return NVML_ERROR_UNINITIALIZED;
-    if (!count)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    *count = ndevices;
-    return NVML_SUCCESS;
-}
-
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *c) { return get_count(c); }
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *c) { return get_count(c); }
-
-static nvmlReturn_t by_index(unsigned int index, nvmlDevice_t *device)
-{
-    if (!sim_initialized())
-        return NVML_ERROR_UNINITIALIZED;
-    if (!device || index >= ndevices)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    *device = &devices[index];
-    return NVML_SUCCESS;
-}
-
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t *d) { return by_index(i, d); }
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) { return by_index(i, d); }
-
-static nvmlReturn_t by_key(const char *key, const char *value, int include_mig, nvmlDevice_t *device)
-{
-    if (!sim_initialized())
-        return NVML_ERROR_UNINITIALIZED;
-    if (!value || !device)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    for (unsigned int i = 0; i < (include_mig ? nall : ndevices); i++) {
-        const char *have = str_of(sj_get(devices[i].node, key));
-        if (have && !strcasecmp(have, value)) {
-            *device = &devices[i];
-            return NVML_SUCCESS;
-        }
-    }
-    return NVML_ERROR_NOT_FOUND;
-}
-
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d)
-{
-    return by_key("uuid", uuid, 1, d);
-}
-
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleBySerial(const char *serial, nvmlDevice_t *d)
-{
-    return by_key("serial", serial, 0, d);
-}
-
-/* Parse "dddd:bb:dd.f" or "dddddddd:bb:dd.f" (also "bb:dd.f"), as NVML accepts both bus id forms. */
-int sim_parse_bus_id(const char *text, unsigned int *domain, unsigned int *bus, unsigned int *dev)
-{
-    unsigned int fn;
-    if (sscanf(text, "%x:%x:%x.%x", domain, bus, dev, &fn) == 4)
-        return 0;
-    *domain = 0;
-    return sscanf(text, "%x:%x.%x", bus, dev, &fn) == 3 ? 0 : -1;
-}
-
-static nvmlReturn_t by_bus_id(const char *bus_id, nvmlDevice_t *device)
-{
-    unsigned int want[3], have[3];
-    if (!sim_initialized())
-        return NVML_ERROR_UNINITIALIZED;
-    if (!bus_id || !device || sim_parse_bus_id(bus_id, &want[0], &want[1], &want[2]))
-        return NVML_ERROR_INVALID_ARGUMENT;
-    for (unsigned int i = 0; i < ndevices; i++) {
-        const char *id = str_of(sj_get(sj_get(devices[i].node, "pci"), "bus_id"));
-        if (id && !sim_parse_bus_id(id, &have[0], &have[1], &have[2]) && !memcmp(want, have, sizeof(want))) {
-            *device = &devices[i];
-            return NVML_SUCCESS;
-        }
-    }
-    return NVML_ERROR_NOT_FOUND;
-}
-
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *b, nvmlDevice_t *d) { return by_bus_id(b, d); }
-SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *b, nvmlDevice_t *d) { return by_bus_id(b, d); }
-
-SIM_EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
-{
-    if (!sim_initialized())
-        return NVML_ERROR_UNINITIALIZED;
-    for (unsigned int i = 0; i < nall; i++) {
-        sj_node *procs = sj_get(devices[i].node, "processes");
-        for (size_t p = 0; procs && procs->type == SJ_ARR && p < procs->n; p++) {
-            unsigned long long have;
-            const char *pname = str_of(sj_get(procs->items[p], "name"));
-            if (pname && !sim_node_uint(sj_get(procs->items[p], "pid"), &have) && have == pid)
-                return sim_put_str(pname, name, length);
-        }
-    }
-    return NVML_ERROR_NOT_FOUND;
-}
+unsigned int sim_all_count(void) { return nall; }
+struct nvmlDevice_st *sim_all_at(unsigned int index) { return index < nall ? &devices[index] : NULL; }
+const char *sim_driver_version(void) { return driver_version; }
 
 /* ---- markers that tell the simulator from the real library without nvmlInit ---- */
 
-SIM_EXPORT const char *gpufleet_nvml_sim_profile_path(void) { return profile_path(); }
+SIM_EXPORT const char *gpufleet_nvml_sim_profile_path(void) { return sim_profile_path(); }
 
 SIM_EXPORT const char *gpufleet_nvml_sim_host_json(void)
 {
     static char *cached;
     static char cached_for[4096];
-    const char *path = profile_path();
+    const char *path = sim_profile_path();
     pthread_mutex_lock(&lock);
     if (!cached || strcmp(cached_for, path)) {
         nvmlReturn_t why;

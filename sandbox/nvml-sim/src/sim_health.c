@@ -7,13 +7,6 @@
 
 #include <string.h>
 
-#define TRY(expr) \
-    do { \
-        nvmlReturn_t r_ = (expr); \
-        if (r_ != NVML_SUCCESS) \
-            return r_; \
-    } while (0)
-
 /* ---- retired pages and row remapping ---- */
 
 static nvmlReturn_t retired(nvmlDevice_t device, nvmlPageRetirementCause_t cause, unsigned int *count,
