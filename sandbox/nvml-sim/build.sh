@@ -7,6 +7,7 @@
 # OUTDIR defaults to sandbox/nvml-sim/build/. --driver-version bakes in the version the library reports
 # (as a driver package's own libnvidia-ml would), overriding the profile's driver_version;
 # --cuda-version does the same for nvmlSystemGetCudaDriverVersion (e.g. 12080).
+# Extra compiler flags come from $CFLAGS (e.g. -fsanitize=address,undefined for the fuzz test).
 # NVML's header is not vendored (NVIDIA license): it is taken from $NVML_SIM_HEADER_DIR, or from PyPI's
 # nvidia-nvml-dev wheel cached under .cache/nvml-dev/ at the repo root (downloaded once with pip).
 set -euo pipefail
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --driver-version) driver_version="$2"; shift 2 ;;
         --cuda-version) cuda_version="$2"; shift 2 ;;
-        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
         -*) echo "build: unknown option $1 (use --driver-version V, --cuda-version N)" >&2; exit 2 ;;
         *) out="$1"; shift ;;
     esac
@@ -52,7 +53,7 @@ fi
 mkdir -p "$out"
 lib="$out/libnvidia-ml.so.1"
 stamp="$out/.build-flags"
-flags="driver=$driver_version cuda=$cuda_version header=$header_dir"
+flags="driver=$driver_version cuda=$cuda_version header=$header_dir cflags=${CFLAGS:-}"
 # Rebuild only when a source changed or the baked-in versions differ: tests and replay call this often.
 if [ -f "$lib" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$flags" ] \
     && [ -z "$(find "$here/src" "$here/build.sh" -newer "$lib" -type f 2>/dev/null)" ]; then
@@ -64,7 +65,8 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 # Export only the NVML API and our two marker symbols, like the real library's version script.
 printf '{ global: nvml*; gpufleet_nvml_sim_*; local: *; };\n' > "$tmp/exports.map"
-${CC:-cc} -shared -fPIC -O2 -std=gnu11 -Wall -Wextra -Wno-deprecated-declarations -Wno-unused-parameter \
+# shellcheck disable=SC2086 # CFLAGS is a list of flags
+${CC:-cc} -shared -fPIC -O2 -std=gnu11 -Wall -Wextra -Wno-deprecated-declarations -Wno-unused-parameter ${CFLAGS:-} \
     -I"$header_dir" \
     -DGPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION="\"$driver_version\"" \
     -DGPUFLEET_NVML_SIM_BUILT_CUDA_VERSION="$cuda_version" \

@@ -15,12 +15,17 @@ PROFILES = SIM / "profiles"
 PROBE = Path(__file__).with_name("_probe.py")
 
 
-def build(outdir, *options):
+def build(outdir, *options, cflags=None):
     """Run build.sh; skip (with what would have been checked) when no compiler or nvml.h can be had."""
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler: would build libnvidia-ml.so.1 and query it through pynvml")
     proc = subprocess.run(
-        [str(SIM / "build.sh"), str(outdir), *options], capture_output=True, text=True, check=False, timeout=300
+        [str(SIM / "build.sh"), str(outdir), *options],
+        env=dict(os.environ, CFLAGS=cflags or ""),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
     if proc.returncode and "nvml.h" in proc.stderr + proc.stdout and "pip" in proc.stderr + proc.stdout:
         pytest.skip(
