@@ -14,7 +14,7 @@ from pathlib import Path
 
 def mutate(rnd, text):
     data = bytearray(text)
-    for _ in range(rnd.randint(1, 4)):
+    for _step in range(rnd.randint(1, 4)):
         if not data:
             break
         pos = rnd.randrange(len(data))
