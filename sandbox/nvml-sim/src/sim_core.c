@@ -190,13 +190,20 @@ static nvmlReturn_t init_verdict(sj_node *root)
             debug("unknown init_error %s; using UNKNOWN", err);
             return NVML_ERROR_UNKNOWN;
         }
+        debug("init_error %s set by the profile", err);
         return (nvmlReturn_t)code;
     }
-    if (loaded && loaded->type == SJ_BOOL && !loaded->boolean)
+    if (loaded && loaded->type == SJ_BOOL && !loaded->boolean) {
+        debug("host.driver_loaded is false in %s", sim_profile_path());
         return NVML_ERROR_DRIVER_NOT_LOADED;
+    }
     /* After a package upgrade without reboot the loaded module is older than libnvidia-ml. */
-    if (kmod && lib && strcmp(kmod, lib))
+    if (kmod && lib && strcmp(kmod, lib)) {
+        char why[192];
+        snprintf(why, sizeof(why), "kernel module %.60s, library %.60s", kmod, lib);
+        debug("version mismatch: %s", why);
         return NVML_ERROR_LIB_RM_VERSION_MISMATCH;
+    }
     return NVML_SUCCESS;
 }
 
