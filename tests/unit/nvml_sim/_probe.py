@@ -159,6 +159,9 @@ def gpu(handle, lib):
                 "memory_v2": call(n.nvmlDeviceGetMemoryInfo, mig, n.nvmlMemory_v2),
                 "processes": processes(mig),
                 "parent_uuid": call(n.nvmlDeviceGetUUID, parent),
+                "by_uuid_is_mig": call(
+                    n.nvmlDeviceIsMigDeviceHandle, n.nvmlDeviceGetHandleByUUID(n.nvmlDeviceGetUUID(mig))
+                ),
                 "temperature": call(n.nvmlDeviceGetTemperature, mig, n.NVML_TEMPERATURE_GPU),
             }
         )
@@ -201,6 +204,11 @@ def main():
         bus = q["pci"]["busIdLegacy"] if isinstance(q["pci"], dict) and "busIdLegacy" in q["pci"] else None
         q["index_by_pci"] = call(n.nvmlDeviceGetIndex, n.nvmlDeviceGetHandleByPciBusId(bus)) if bus else None
         q["topology"] = [call(n.nvmlDeviceGetTopologyCommonAncestor, handles[i], other) for other in handles]
+    pids = [p["pid"] for q in out["gpus"] if isinstance(q["processes"], list) for p in q["processes"]]
+    out["process_names"] = {str(pid): call(n.nvmlSystemGetProcessName, pid) for pid in pids}
+    out["unknown_process"] = call(n.nvmlSystemGetProcessName, 999999)
+    serial = next((q["serial"] for q in out["gpus"] if isinstance(q["serial"], str)), None)
+    out["index_by_serial"] = call(n.nvmlDeviceGetIndex, n.nvmlDeviceGetHandleBySerial(serial)) if serial else None
     out["handle_out_of_range"] = call(n.nvmlDeviceGetHandleByIndex, out["count"])
     out["unknown_uuid"] = call(n.nvmlDeviceGetHandleByUUID, "GPU-00000000-0000-0000-0000-000000000000")
     n.nvmlInit()  # reference counted: one shutdown must leave it initialised

@@ -124,6 +124,14 @@ def expected_gpu(gpu):
     }
 
 
+def expected_process_rows(gpu):
+    """Every process the profile puts on this GPU, its MIG devices included."""
+    rows = list(gpu.get("processes", []))
+    for dev in (gpu.get("mig") or {}).get("devices", []):
+        rows += dev["processes"]
+    return rows
+
+
 def expected_processes(gpu):
     none = 0xFFFFFFFF
     rows = [(p["pid"], p["used_memory_mib"] * MIB, none, none) for p in gpu.get("processes", [])]
@@ -164,6 +172,11 @@ def test_profile_answers_through_pynvml(name, probe):
         assert f"0x{got['pci']['pciSubSystemId']:08X}" == gpu["pci"]["subsystem_id"]
         procs = sorted(tuple(p.values()) for p in got["processes"])
         assert procs == expected_processes(gpu), f"GPU {index}"
+    names = {str(p["pid"]): p["name"] for gpu in data["gpus"] for p in expected_process_rows(gpu)}
+    assert out["process_names"] == names
+    assert out["unknown_process"] == {"error": n.NVML_ERROR_NOT_FOUND}
+    first_serial = next((g["serial"] for g in data["gpus"] if g.get("serial")), None)
+    assert out["index_by_serial"] == (0 if first_serial else None)
     assert out["handle_out_of_range"] == {"error": n.NVML_ERROR_INVALID_ARGUMENT}
     assert out["unknown_uuid"] == {"error": n.NVML_ERROR_NOT_FOUND}
     # nvmlInit is reference counted: the first of two shutdowns keeps the library usable.
@@ -230,6 +243,7 @@ def test_mig_instances(probe):
     assert [m["name"].rsplit(" ", 1)[-1] for m in migs] == ["3g.20gb", "2g.10gb", "1g.5gb"]
     assert all(m["is_mig"] == 1 and m["parent_uuid"] == gpu["uuid"] for m in migs)
     assert all(m["uuid"].startswith("MIG-") for m in migs)
+    assert all(m["by_uuid_is_mig"] == 1 for m in migs)  # nvmlDeviceGetHandleByUUID takes MIG UUIDs too
     assert [m["processes"][0]["pid"] for m in migs if m["processes"]] == [5101, 5102]
     assert migs[0]["temperature"] == NOT_SUPPORTED  # per-instance sensors do not exist
     assert [m["error"] for m in gpu["mig_devices"] if "error" in m] == [n.NVML_ERROR_NOT_FOUND] * 4
