@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import html
 
+from ansible_collections.gpufleet.stack.plugins.module_utils._versions import matches
+
 HEALTH_ORDER = {"ok": 0, "unknown": 1, "warning": 2, "critical": 3}
 
 
 def version_matches(desired, actual):
-    """True when `actual` satisfies the pin `desired`: exact ("570.133.20") or a prefix on dot boundaries ("570")."""
+    """True when `actual` satisfies the pin `desired` (exact, branch/prefix or range, as in stack_assert)."""
     if desired in (None, ""):
         return True
     if actual in (None, ""):
         return False
-    desired, actual = str(desired), str(actual)
-    return actual == desired or actual.startswith(desired + ".")
-
-
-def _first(items):
-    return items[0] if items else None
+    try:
+        return matches(desired, actual)
+    except ValueError:  # a malformed pin cannot be satisfied; stack_assert's preflight names it
+        return False
 
 
 def installed_versions(installed):

@@ -42,6 +42,8 @@ INSTALLED = {
         ("57", "570.133.20", False),
         ("570", None, False),
         (None, "550.54.15", True),
+        (">=12.4,<13", "12.8", True),
+        ("not a pin", "12.8", False),
     ],
 )
 def test_version_pins_match_on_dot_boundaries(desired, actual, ok):

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 import zipfile
 
 import pytest
@@ -104,10 +103,8 @@ def host(tmp_path, nccl_wheel, cudnn_wheel, torch_cpu_wheel):
 
 
 def test_reads_every_component_with_its_source(host):
-    start = time.monotonic()
+    # Its speed (goal: <= 1 s per host) is measured by benchmarks/facts.py, not asserted here: timings in tests flake.
     found = stack_facts.gather(Scanner(root=str(host), run=run), ["/opt/venv"])
-    elapsed = time.monotonic() - start
-    assert elapsed < 1.0, f"stack_facts took {elapsed:.2f}s (budget 1 s per host)"
 
     driver = found["driver"]
     assert driver["loaded_version"] == "570.124.06" and driver["flavor"] == "open"
