@@ -6,13 +6,15 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 NODES ?= 2
+PROFILE ?= a100-sxm4-40gb-x8-nvswitch
 SCENARIO ?= sandbox
 
 .PHONY: demo setup venv engine images tools test lint sanity unit integration molecule build lock clean
 
-## demo: the README's first command — toolchain, engine, images, NODES sandbox nodes, site.yml
+## demo: the README's first command — toolchain, engine, images, NODES sandbox nodes with simulated GPUs
+## (PROFILE from sandbox/nvml-sim/profiles), then site.yml, which ends by writing reports/fleet-report.html
 demo: setup
-	sandbox/fleet up $(NODES)
+	sandbox/fleet up $(NODES) --profile $(PROFILE)
 	ansible-playbook site.yml
 
 ## setup: toolchain (.venv), Docker engine, node images, and the browser that checks the HTML report
@@ -40,6 +42,9 @@ test: setup
 
 lint: venv
 	$(PY) -m pytest tests/lint
+
+sanity: venv
+	$(PY) -m pytest tests/lint -k sanity
 
 unit: venv
 	$(PY) -m pytest tests/unit

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -60,10 +61,35 @@ def module_times(inventory, rounds, limit):
     by_task = {}
     for rec in records:
         by_task.setdefault(rec["task"], []).append(rec["seconds"])
-    return by_task["Bench setup"], by_task["Bench gpu_facts"]
+    return by_task["Bench setup"], by_task["Bench gpu_facts"], by_task["Bench stack_facts"]
+
+
+def module_process_times(inventory, rounds, node):
+    """Wall time of the module process alone on the node (AnsiballZ payload run by python3 there, no controller)."""
+    payloads = {}
+    for module in ("ansible.builtin.setup", "gpufleet.stack.gpu_facts"):
+        before = set(
+            sh(["docker", "exec", node, "sh", "-c", "ls -d /root/.ansible/tmp/*/ 2>/dev/null || true"]).stdout.split()
+        )
+        sh(
+            [BIN / "ansible", node, "-i", inventory, "-m", module],
+            env=env(ANSIBLE_KEEP_REMOTE_FILES="1", ANSIBLE_PIPELINING="0"),
+        )
+        after = set(sh(["docker", "exec", node, "sh", "-c", "ls -d /root/.ansible/tmp/*/"]).stdout.split())
+        (new,) = after - before
+        payloads[module] = f"{new}AnsiballZ_{module.rsplit('.', 1)[1]}.py"
+    times = {m: [] for m in payloads}
+    for _ in range(rounds):
+        for module, payload in payloads.items():
+            started = time.monotonic()
+            sh(["docker", "exec", node, "python3", payload])
+            times[module].append(time.monotonic() - started)
+    return times["ansible.builtin.setup"], times["gpufleet.stack.gpu_facts"]
 
 
 def playbook_time(inventory, limit, cache_dir):
+    """Wall time of one facts.yml run, and the controller CPU it used (the nodes' CPU is not in it)."""
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     sh(
         [
@@ -78,7 +104,9 @@ def playbook_time(inventory, limit, cache_dir):
         ],
         env=env(ANSIBLE_CACHE_PLUGIN_CONNECTION=f"{cache_dir}/facts"),
     )
-    return time.monotonic() - started
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
 
 
 def main():
@@ -105,21 +133,29 @@ def main():
                 inventory,
             ]
         )
-        setup_s, gpu_s = module_times(inventory, args.rounds, "bench-h100")
+        setup_s, gpu_s, stack_s = module_times(inventory, args.rounds, "bench-h100")
+        p_setup, p_gpu = module_process_times(inventory, args.rounds, "bench-h100")
         one, many = [], []
         for _ in range(args.rounds):
             one.append(playbook_time(inventory, "bench-1", work))
             many.append(playbook_time(inventory, "bench-*:!bench-h100", work))
-        m_setup, m_gpu = statistics.median(setup_s), statistics.median(gpu_s)
-        m_one, m_many = statistics.median(one), statistics.median(many)
+        m_setup, m_gpu, m_stack = (statistics.median(x) for x in (setup_s, gpu_s, stack_s))
+        m_one, m_many = (statistics.median(w for w, _ in runs) for runs in (one, many))
+        c_one, c_many = (statistics.median(c for _, c in runs) for runs in (one, many))
         print(f"gpu_facts vs setup on 1 node, 8x H100 (simulated), {len(gpu_s)} runs each, alternating:")
         print(f"  setup     median {m_setup:.3f} s  (min {min(setup_s):.3f})")
         print(f"  gpu_facts median {m_gpu:.3f} s  (min {min(gpu_s):.3f})")
+        print(f"  stack_facts median {m_stack:.3f} s  (min {min(stack_s):.3f})")
         print(f"  ratio gpu_facts/setup = {m_gpu / m_setup:.2f}x  (goal <= 0.5x)")
+        p_setup, p_gpu = statistics.median(p_setup), statistics.median(p_gpu)
+        print(
+            f"  module process alone on the node (docker exec python3 AnsiballZ_*.py): setup {p_setup:.3f} s, "
+            f"gpu_facts {p_gpu:.3f} s, ratio {p_gpu / p_setup:.2f}x"
+        )
         print(f"playbooks/facts.yml, {args.rounds} runs each, alternating:")
-        print(f"  1 node    median {m_one:.1f} s")
-        print(f"  {args.nodes} nodes  median {m_many:.1f} s")
-        print(f"  ratio {args.nodes}/1 = {m_many / m_one:.2f}x  (goal <= 5x)")
+        print(f"  1 node    median {m_one:.1f} s wall, controller CPU {c_one:.1f} s")
+        print(f"  {args.nodes} nodes  median {m_many:.1f} s wall, controller CPU {c_many:.1f} s")
+        print(f"  ratio {args.nodes}/1 = {m_many / m_one:.2f}x wall (goal <= 5x), {c_many / c_one:.2f}x controller CPU")
     finally:
         if not args.keep:
             sh([FLEET, "down", "--fleet", "bench", "--inventory", "none"])

@@ -47,7 +47,7 @@ class ActionModule(ActionBase):
         if unknown:
             raise AnsibleActionFail(f"hosts names {', '.join(unknown)}, not in the inventory: pass groups['all']")
         rows = build_rows({h: _host_data(hostvars, h) for h in args["hosts"]})
-        dest = args["dest"]
+        dest = os.path.abspath(args["dest"])  # relative to where ansible-playbook runs
         json_path = os.path.join(dest, FILES[0])
         previous = None
         if os.path.exists(json_path):

@@ -23,7 +23,9 @@ options:
     elements: str
     required: true
   dest:
-    description: Directory on the controller to write the report files to; created when missing.
+    description:
+      - Directory on the controller to write the report files to; created when missing.
+      - A relative path is relative to the directory C(ansible-playbook) runs in.
     type: path
     required: true
 attributes:

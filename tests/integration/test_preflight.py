@@ -43,11 +43,11 @@ def playbook(tmp_path, group_vars):
         os.environ,
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
         ANSIBLE_NOCOLOR="1",
-        ANSIBLE_FACT_CACHING_CONNECTION=str(tmp_path / "facts"),
+        ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"),
     )
     binary = str(PLAYBOOK_BIN) if PLAYBOOK_BIN.exists() else shutil.which("ansible-playbook")
     proc = subprocess.run(
-        [binary, "-i", str(inv), "site.yml"],
+        [binary, "-i", str(inv), "site.yml", "-e", f"gpufleet_report_dir={tmp_path / 'report'}"],
         cwd=ROOT,
         env=env,
         capture_output=True,
