@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Facts benchmarks, measured side by side in one run on the sandbox fleet (see README "Performance").
 
 1. gpu_facts vs ansible.builtin.setup on one 8-GPU node (simulated H100 x8), alternating, median task wall time
@@ -79,7 +78,7 @@ def module_process_times(inventory, rounds, node):
         (new,) = after - before
         payloads[module] = f"{new}AnsiballZ_{module.rsplit('.', 1)[1]}.py"
     times = {m: [] for m in payloads}
-    for _ in range(rounds):
+    for _round in range(rounds):
         for module, payload in payloads.items():
             started = time.monotonic()
             sh(["docker", "exec", node, "python3", payload])
@@ -110,7 +109,7 @@ def playbook_time(inventory, limit, cache_dir):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--nodes", type=int, default=32)
     p.add_argument("--keep", action="store_true", help="leave the benchmark nodes running")
@@ -136,12 +135,12 @@ def main():
         setup_s, gpu_s, stack_s = module_times(inventory, args.rounds, "bench-h100")
         p_setup, p_gpu = module_process_times(inventory, args.rounds, "bench-h100")
         one, many = [], []
-        for _ in range(args.rounds):
+        for _round in range(args.rounds):
             one.append(playbook_time(inventory, "bench-1", work))
             many.append(playbook_time(inventory, "bench-*:!bench-h100", work))
         m_setup, m_gpu, m_stack = (statistics.median(x) for x in (setup_s, gpu_s, stack_s))
-        m_one, m_many = (statistics.median(w for w, _ in runs) for runs in (one, many))
-        c_one, c_many = (statistics.median(c for _, c in runs) for runs in (one, many))
+        m_one, m_many = (statistics.median(run[0] for run in runs) for runs in (one, many))
+        c_one, c_many = (statistics.median(run[1] for run in runs) for runs in (one, many))
         print(f"gpu_facts vs setup on 1 node, 8x H100 (simulated), {len(gpu_s)} runs each, alternating:")
         print(f"  setup     median {m_setup:.3f} s  (min {min(setup_s):.3f})")
         print(f"  gpu_facts median {m_gpu:.3f} s  (min {min(gpu_s):.3f})")

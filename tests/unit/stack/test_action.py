@@ -82,7 +82,9 @@ def test_detects_on_host_and_passes_matching_pins(tmp_path, venv):
 
 
 def test_pins_the_host_does_not_meet_fail_with_every_difference(tmp_path, venv):
-    rc, out, _ = play(tmp_path, {"python_envs": [str(venv)], "expect": {"framework": "torch==2.7.1", "cudnn": "9.8.0"}})
+    rc, out, _err = play(
+        tmp_path, {"python_envs": [str(venv)], "expect": {"framework": "torch==2.7.1", "cudnn": "9.8.0"}}
+    )
     assert rc != 0
     assert "2 incompatibilities in the stack installed on the host" in out, out
     assert "desired torch 2.7.1, host has 2.13.0+cpu" in out
@@ -90,5 +92,5 @@ def test_pins_the_host_does_not_meet_fail_with_every_difference(tmp_path, venv):
 
 
 def test_bad_pin_is_named_before_detection(tmp_path):
-    rc, out, _ = play(tmp_path, {"expect": {"driver": "~570"}})
+    rc, out, _err = play(tmp_path, {"expect": {"driver": "~570"}})
     assert rc != 0 and "expect.driver '~570'" in out, out
