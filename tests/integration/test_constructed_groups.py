@@ -2,7 +2,6 @@
 it into groups a user can target on the next run. Runs on this machine under the NVML simulator."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -12,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-def test_cached_facts_become_groups(tmp_path):
+def test_cached_facts_become_groups(tmp_path, ansible_env):
     inventory = tmp_path / "inventory"
     inventory.mkdir()
     (inventory / "hosts.yml").write_text(
@@ -20,12 +19,7 @@ def test_cached_facts_become_groups(tmp_path):
         f"      ansible_python_interpreter: {sys.executable}\n"
     )
     shutil.copy(ROOT / "inventories/sandbox/zz-gpufleet.constructed.yml", inventory)
-    env = dict(
-        os.environ,
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"),
-        PATH=f"{BIN}:{os.environ['PATH']}",
-    )
+    env = ansible_env
     subprocess.run(
         [
             ROOT / "sandbox/nvml-sim/replay",

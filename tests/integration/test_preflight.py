@@ -19,7 +19,7 @@ SANDBOX_STACK = yaml.safe_load((ROOT / "inventories/sandbox/group_vars/all.yml")
 PLAYBOOK_BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "ansible-playbook"
 
 
-def playbook(tmp_path, group_vars):
+def playbook(tmp_path, env, group_vars):
     inv = tmp_path / "inventory"
     (inv / "group_vars").mkdir(parents=True, exist_ok=True)
     (inv / "hosts.yml").write_text(
@@ -39,12 +39,6 @@ def playbook(tmp_path, group_vars):
         )
     )
     (inv / "group_vars" / "all.yml").write_text(yaml.safe_dump(group_vars))
-    env = dict(
-        os.environ,
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"),
-    )
     binary = str(PLAYBOOK_BIN) if PLAYBOOK_BIN.exists() else shutil.which("ansible-playbook")
     proc = subprocess.run(
         [binary, "-i", str(inv), "site.yml", "-e", f"gpufleet_report_dir={tmp_path / 'report'}"],
@@ -76,8 +70,8 @@ def playbook(tmp_path, group_vars):
     ],
     ids=["cudnn8-with-cuda13", "driver-too-old"],
 )
-def test_wrong_stack_stops_before_any_host(tmp_path, stack, expected):
-    rc, out = playbook(tmp_path, {"gpufleet_stack": stack})
+def test_wrong_stack_stops_before_any_host(tmp_path, ansible_env, stack, expected):
+    rc, out = playbook(tmp_path, ansible_env, {"gpufleet_stack": stack})
     assert rc != 0, out
     assert "incompatibilit" in out and "in the given versions (versions:)" in out, out
     for text in expected:
@@ -86,8 +80,8 @@ def test_wrong_stack_stops_before_any_host(tmp_path, stack, expected):
     assert "Gathering Facts" not in out and "Report the node" not in out, out
 
 
-def test_sandbox_stack_passes_preflight_then_reaches_for_hosts(tmp_path):
-    rc, out = playbook(tmp_path, {"gpufleet_stack": SANDBOX_STACK})
+def test_sandbox_stack_passes_preflight_then_reaches_for_hosts(tmp_path, ansible_env):
+    rc, out = playbook(tmp_path, ansible_env, {"gpufleet_stack": SANDBOX_STACK})
     assert "Check gpufleet_stack against the compatibility matrix" in out
     assert "ok: [gpu-x -> localhost]" in out, out
     assert "incompatibilit" not in out
@@ -95,13 +89,13 @@ def test_sandbox_stack_passes_preflight_then_reaches_for_hosts(tmp_path):
     assert "UNREACHABLE" in out and rc != 0, out
 
 
-def test_inventory_rows_extend_the_matrix(tmp_path):
+def test_inventory_rows_extend_the_matrix(tmp_path, ansible_env):
     """gpufleet_compat_matrix_extra adds rows without editing the collection: a newer driver branch and toolkit
     than the shipped matrix knows are `unknown`, which fails only with strict; the site's rows make them known.
     """
     stack = dict(SANDBOX_STACK, driver="600.10.01", cuda="13.2", cudnn="9.20.0", nccl="2.28.3")
     group_vars = {"gpufleet_stack": stack, "gpufleet_stack_strict": True}
-    rc, out = playbook(tmp_path, group_vars)
+    rc, out = playbook(tmp_path, ansible_env, group_vars)
     assert "no Table 3 row for CUDA 13.2" in out and "driver 600.10.01: its branch is not in the matrix" in out, out
     assert "UNREACHABLE" not in out and rc != 0, out
     extra = [
@@ -122,6 +116,6 @@ def test_inventory_rows_extend_the_matrix(tmp_path):
             "read": "2027-03-01",
         },
     ]
-    rc, out = playbook(tmp_path, dict(group_vars, gpufleet_compat_matrix_extra=extra))
+    rc, out = playbook(tmp_path, ansible_env, dict(group_vars, gpufleet_compat_matrix_extra=extra))
     assert "incompatibilit" not in out, out
     assert "ok: [gpu-x -> localhost]" in out and "UNREACHABLE" in out and rc != 0, out

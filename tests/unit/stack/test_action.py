@@ -1,7 +1,6 @@
 """stack_assert without `versions:` runs stack_facts on the host (here: localhost) and checks `expect` pins."""
 
 import json
-import os
 import subprocess
 import sys
 import zipfile
@@ -14,7 +13,7 @@ from .conftest import ROOT
 PLAYBOOK_BIN = ROOT / ".venv" / "bin" / "ansible-playbook"
 
 
-def play(tmp_path, task_args, check=False):
+def play(tmp_path, env, task_args, check=False):
     book = tmp_path / "play.yml"
     book.write_text(
         yaml.safe_dump(
@@ -37,12 +36,6 @@ def play(tmp_path, task_args, check=False):
                 }
             ]
         )
-    )
-    env = dict(
-        os.environ,
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_FACT_CACHING_CONNECTION=str(tmp_path / "facts"),
     )
     argv = [
         str(PLAYBOOK_BIN),
@@ -69,8 +62,10 @@ def venv(tmp_path, torch_cpu_wheel):
     return tmp_path / "venv"
 
 
-def test_detects_on_host_and_passes_matching_pins(tmp_path, venv):
-    rc, out, result = play(tmp_path, {"python_envs": [str(venv)], "expect": {"framework": "torch==2.13.0"}}, check=True)
+def test_detects_on_host_and_passes_matching_pins(tmp_path, ansible_env, venv):
+    rc, out, result = play(
+        tmp_path, ansible_env, {"python_envs": [str(venv)], "expect": {"framework": "torch==2.13.0"}}, check=True
+    )
     # This machine's own stack is also checked; whatever it is, the verdict must follow the checks.
     violations = [c for c in result["checks"] if c["status"] == "violation"]
     assert result["compatible"] is (not violations) and (rc == 0) is (not violations), out
@@ -81,9 +76,9 @@ def test_detects_on_host_and_passes_matching_pins(tmp_path, venv):
     assert rules["framework_cuda"]["status"] == "ok"  # a CPU build needs no driver
 
 
-def test_pins_the_host_does_not_meet_fail_with_every_difference(tmp_path, venv):
+def test_pins_the_host_does_not_meet_fail_with_every_difference(tmp_path, ansible_env, venv):
     rc, out, _err = play(
-        tmp_path, {"python_envs": [str(venv)], "expect": {"framework": "torch==2.7.1", "cudnn": "9.8.0"}}
+        tmp_path, ansible_env, {"python_envs": [str(venv)], "expect": {"framework": "torch==2.7.1", "cudnn": "9.8.0"}}
     )
     assert rc != 0
     assert "2 incompatibilities in the stack installed on the host" in out, out
@@ -91,6 +86,6 @@ def test_pins_the_host_does_not_meet_fail_with_every_difference(tmp_path, venv):
     assert "desired cudnn 9.8.0, host has absent" in out
 
 
-def test_bad_pin_is_named_before_detection(tmp_path):
-    rc, out, _err = play(tmp_path, {"expect": {"driver": "~570"}})
+def test_bad_pin_is_named_before_detection(tmp_path, ansible_env):
+    rc, out, _err = play(tmp_path, ansible_env, {"expect": {"driver": "~570"}})
     assert rc != 0 and "expect.driver '~570'" in out, out
