@@ -28,17 +28,17 @@ options:
       - A relative path is relative to the directory C(ansible-playbook) runs in.
     type: path
     required: true
+extends_documentation_fragment:
+  - gpufleet.stack.attributes
 attributes:
   check_mode:
-    description: Reports what would change without writing files.
     support: full
+    details: Reports whether the report would change, without writing files.
   diff_mode:
-    description: No diff is shown.
     support: none
   platform:
-    description: Runs on the controller.
-    support: full
     platforms: all
+    details: Runs on the controller.
   action:
     description: Implemented by an action plugin on the controller.
     support: full

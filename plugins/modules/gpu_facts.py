@@ -65,21 +65,13 @@ notes:
   - A PCIe link below its maximum is only reported for a busy GPU; an idle GPU lowers its link speed to save
     power, so a low link on an idle card is normal.
   - Persistence mode off is an C(info) finding; C(info) findings do not change C(health_status).
+extends_documentation_fragment:
+  - gpufleet.stack.attributes
+  - gpufleet.stack.attributes.read_only
+  - gpufleet.stack.attributes.facts
 attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: The module only reads; check mode gathers the same facts.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
   platform:
-    description: Target OS/families that can be operated against.
-    support: full
     platforms: posix
-  facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
-    support: full
 seealso:
   - name: NVML API reference
     description: The library the facts come from.

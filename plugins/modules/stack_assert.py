@@ -59,20 +59,16 @@ options:
     type: list
     elements: path
     default: []
+extends_documentation_fragment:
+  - gpufleet.stack.attributes
+  - gpufleet.stack.attributes.read_only
 attributes:
   action:
     support: full
     description: Reads the matrix on the controller; runs M(gpufleet.stack.stack_facts) on the host to detect.
-  check_mode:
-    support: full
-    description: Read-only.
-  diff_mode:
-    support: none
-    description: Reports; changes nothing.
   platform:
     platforms: posix
-    support: full
-    description: Checks given versions on the controller; detection needs a Linux host.
+    details: Checks given versions on the controller; detection needs a Linux host.
 seealso:
   - module: gpufleet.stack.stack_facts
   - name: CUDA Toolkit release notes (Tables 2 and 3)

@@ -37,20 +37,14 @@ options:
       - libcuda is only loaded (for O(ignore:driver.max_cuda)) when this is C(/).
     type: path
     default: /
+extends_documentation_fragment:
+  - gpufleet.stack.attributes
+  - gpufleet.stack.attributes.read_only
+  - gpufleet.stack.attributes.facts
 attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Reports; changes nothing.
   platform:
     platforms: posix
-    support: full
-    description: Linux hosts with dpkg or rpm.
-  facts:
-    support: full
-    description: Sets C(ansible_facts['gpufleet_installed']).
+    details: Linux hosts with dpkg or rpm.
 notes:
   - "Runs in well under a second: it reads small files and runs at most C(dpkg-query) and a few C(--version) commands."
 seealso:
