@@ -58,3 +58,40 @@ def test_bad_arguments_say_what_to_do(fleet, capsys, argv, message):
 
 def test_recipe_digest_changes_with_the_suite(fleet):
     assert fleet.recipe_digest("debian12") != fleet.recipe_digest("debian13")
+
+
+@pytest.fixture
+def no_engine(fleet, monkeypatch):
+    monkeypatch.setattr(fleet, "engine_answers", lambda: False)
+    return fleet
+
+
+def test_without_root_it_says_how_to_start_an_engine(no_engine, monkeypatch):
+    monkeypatch.setattr(no_engine.os, "geteuid", lambda: 1000)
+    with pytest.raises(no_engine.FleetError, match=r"needs root.*dockerd --bridge=none --iptables=false"):
+        no_engine.ensure_engine()
+
+
+def test_without_apt_it_says_to_install_docker(no_engine, monkeypatch):
+    monkeypatch.setattr(no_engine.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(no_engine.shutil, "which", lambda name: None)
+    with pytest.raises(no_engine.FleetError, match="not a Debian/Ubuntu host with apt-get"):
+        no_engine.ensure_engine()
+
+
+def test_an_engine_with_a_bridge_is_refused_unless_allowed(fleet, monkeypatch):
+    monkeypatch.setattr(fleet, "engine_answers", lambda: True)
+
+    def fake_run(argv, check=True, **kw):
+        assert argv[:3] == ["docker", "network", "ls"]
+        return fleet.subprocess.CompletedProcess(argv, 0, stdout="bridge\n", stderr="")
+
+    monkeypatch.setattr(fleet, "run", fake_run)
+    with pytest.raises(fleet.FleetError, match=r"bridge network.*--allow-bridge"):
+        fleet.ensure_engine()
+    fleet.ensure_engine(allow_bridge=True)
+
+
+def test_unknown_profile_lists_the_known_ones(fleet):
+    with pytest.raises(fleet.FleetError, match=r"known names: .*a100-sxm4-40gb-x8-nvswitch"):
+        fleet.profile_path("no-such-gpu")
