@@ -1,0 +1,39 @@
+"""Every role's meta/argument_specs.yml documents exactly the variables of its defaults/main.yml (STYLE.md "Roles")."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLES = sorted(p for p in (ROOT / "roles").glob("*") if (p / "defaults" / "main.yml").is_file())
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as f:
+        return yaml.safe_load(f) or {}
+
+
+def test_there_are_roles_to_check():
+    # Without this, an empty or moved roles/ would make every parametrised test below vanish silently.
+    assert ROLES, f"no roles with defaults/main.yml under {ROOT / 'roles'}"
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda p: p.name)
+def test_argument_specs_match_defaults(role):
+    defaults = _load(role / "defaults" / "main.yml")
+    spec_file = role / "meta" / "argument_specs.yml"
+    assert spec_file.is_file(), f"{role.name}: add meta/argument_specs.yml documenting {sorted(defaults)}"
+    options = _load(spec_file)["argument_specs"]["main"]["options"]
+    assert sorted(options) == sorted(defaults), (
+        f"{role.name}: only in defaults {sorted(set(defaults) - set(options))}, "
+        f"only in argument_specs {sorted(set(options) - set(defaults))}"
+    )
+    for name, option in options.items():
+        assert name.startswith(f"{role.name}_"), f"{role.name}: public variable {name} lacks the role prefix"
+        missing = [k for k in ("description", "type", "default") if k not in option]
+        assert not missing, f"{role.name}: option {name} lacks {missing}"
+        # The documented default is the one users get.
+        assert option["default"] == defaults[name], f"{role.name}: {name} default differs from defaults/main.yml"
+        if "choices" in option:
+            assert defaults[name] in option["choices"], f"{role.name}: {name} default not in its choices"
