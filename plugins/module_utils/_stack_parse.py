@@ -145,6 +145,23 @@ def torch_version_py(text):
     return {"version": version.group(1), "cuda": cuda.group(1) if cuda else None}
 
 
+def horovod_build(text, version):
+    """horovod/gpufleet_build.json, written by the gpufleet.stack.horovod role next to the build it describes ->
+    {"patched", "patch", "gpu_operations"}; None when absent, unreadable or about another Horovod version
+    (a marker left behind by an uninstall must not vouch for a later, different install)."""
+    try:
+        data = json.loads(text or "")
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or str(data.get("horovod")) != str(version):
+        return None
+    return {
+        "patched": bool(data.get("patched")),
+        "patch": data.get("patch") or None,
+        "gpu_operations": data.get("gpu_operations") or None,
+    }
+
+
 def tf_build_info(text):
     """tensorflow/python/platform/build_info.py -> {"cuda", "cudnn"} the wheel was built against."""
     cuda = re.search(r"['\"]cuda_version['\"]\s*[:,]\s*['\"]([\d.]+)['\"]", text or "")

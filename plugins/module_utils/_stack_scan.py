@@ -255,6 +255,11 @@ def framework_entry(name, meta, *, source, site, read, env):
         info = sp.tf_build_info(read(os.path.join(site, "tensorflow", "python", "platform", "build_info.py")))
         if info:
             entry.update(cuda=info["cuda"], cuda_source="tensorflow build_info.py", built_cudnn=info["cudnn"])
+    elif name == "horovod":
+        # The 0.28.1 sdist needs a C++17 patch to build against torch >= 2.1 (horovod/horovod#3996); the role
+        # that built it leaves a marker beside the package so the facts can say the build is patched.
+        build = sp.horovod_build(read(os.path.join(site, "horovod", "gpufleet_build.json")), meta["version"])
+        entry.update(build or {"patched": False, "patch": None, "gpu_operations": None})
     if not entry["cuda"] and v.cuda_from_variant(meta["version"]):
         entry.update(cuda=v.cuda_from_variant(meta["version"]), cuda_source="local version tag")
     elif not entry["cuda"] and entry["bundles"].get("cuda_runtime"):

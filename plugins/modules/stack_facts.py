@@ -93,6 +93,10 @@ ansible_facts:
           torch: [{version: "2.7.1+cu128", env: /opt/venv, cuda: "12.8", cuda_source: torch/version.py,
                    bundles: {cudnn: "9.7.1.26", nccl: "2.26.2"},
                    source: /opt/venv/lib/python3.11/site-packages/torch-2.7.1+cu128.dist-info/METADATA}]
+          # patched/patch/gpu_operations come from the marker the gpufleet.stack.horovod role writes beside its build.
+          horovod: [{version: "0.28.1", env: /opt/venv, patched: true, patch: horovod-0.28.1-cxx17.patch,
+                     gpu_operations: gloo, cuda: null, cuda_source: null, bundles: {},
+                     source: /opt/venv/lib/python3.11/site-packages/horovod-0.28.1.dist-info/METADATA}]
 """
 
 from ansible.module_utils.basic import AnsibleModule
