@@ -1,0 +1,335 @@
+"""What the offline mirror holds: NVIDIA's package names, versions, dependency chains and file paths, in small.
+
+Pure data and text: `catalog()` returns one dict per package; mirror_build.py turns them into .deb files.
+Names and layout follow NVIDIA's Debian 12 CUDA repository
+(https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) and the libnvidia-container
+repository (https://nvidia.github.io/libnvidia-container/stable/deb/amd64/). Where we simplify, README.md says so.
+"""
+
+from __future__ import annotations
+
+import json
+
+DESC = "synthetic test fixture from gpufleet.stack sandbox/mirror (not NVIDIA software)"
+LIB = "/usr/lib/x86_64-linux-gnu"
+
+# Driver branches: real release numbers; the highest CUDA each branch supports (cuDriverGetVersion / NVML).
+DRIVERS = {"550.54.15": 12040, "550.127.08": 12040, "550.163.01": 12040, "570.124.06": 12080, "570.133.20": 12080}
+DRIVERS["570.172.08"] = 12080
+# Its kernel-module postinst fails like a DKMS build error: for failure-injection tests. Lower than every good
+# 570 version so "install the newest 570" never picks it; only an exact pin does.
+BROKEN_DRIVER = "570.86.15"
+DRIVERS[BROKEN_DRIVER] = 12080
+
+# CUDA toolkits: (full version, nvcc, cudart, nvcc build line date, compiler build id) from NVIDIA's release files.
+TOOLKITS = {
+    "12.4": ("12.4.1", "12.4.131", "12.4.127", "Thu_Mar_28_02:18:24_PDT_2024", "34097967_0", "2024"),
+    "12.8": ("12.8.1", "12.8.93", "12.8.90", "Fri_Feb_21_20:23:50_PST_2025", "35583870_0", "2025"),
+}
+# cuDNN: (package, dev package, version, debian revision suffix)
+CUDNN = [
+    ("libcudnn8", "libcudnn8-dev", "8.9.7.29", "-1+cuda12.2"),
+    ("libcudnn9-cuda-12", "libcudnn9-dev-cuda-12", "9.1.1.17", "-1"),
+    ("libcudnn9-cuda-12", "libcudnn9-dev-cuda-12", "9.8.0.87", "-1"),
+]
+NCCL = [("2.21.5", "12.4"), ("2.26.2", "12.8")]
+CONTAINER_TOOLKIT = {
+    "1.17.4": "9b69590c7428470a72f2ae05f826412976af1395",
+    "1.17.8": "f202b80a9b9d0db00d9b1d73c0128c8962c55f4d",
+}
+
+
+def pkg(name, version, *, depends=(), files=None, links=None, postinst=None, prerm=None, repo="cuda", **extra):
+    return {
+        "name": name,
+        "version": version,
+        "depends": list(depends),
+        "files": files or {},  # path -> (text or bytes or ("stub", symbol, value) or ("nvml", driver, cuda), mode)
+        "links": links or {},  # path -> target
+        "postinst": postinst,
+        "prerm": prerm,
+        "repo": repo,
+        "extra": extra,  # more control fields: Provides, Conflicts, Replaces
+    }
+
+
+def sh(body):
+    return "#!/bin/sh\nset -e\n" + body.strip() + "\n"
+
+
+def driver_packages(ver):
+    rev = f"{ver}-1"
+    branch = ver.split(".")[0]
+    cuda = DRIVERS[ver]
+    exact = f"(= {rev})"
+    persist_unit = (
+        "[Unit]\nDescription=NVIDIA Persistence Daemon\nWants=syslog.target\n\n"
+        "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced\n"
+        "ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced\n\n[Install]\nWantedBy=multi-user.target\n"
+    )
+    fm_unit = (
+        "[Unit]\nDescription=NVIDIA fabric manager service\nAfter=network-online.target\n\n"
+        "[Service]\nExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg\n"
+        "Type=forking\nTimeoutStartSec=240\n\n[Install]\nWantedBy=multi-user.target\n"
+    )
+    dkms_post = (
+        sh(
+            f"""
+echo "Error! Bad return status for module build on kernel: $(uname -r) (x86_64)" >&2
+echo "Consult /var/lib/dkms/nvidia/{ver}/build/make.log for more information." >&2
+echo "(gpufleet.stack test mirror: driver {ver} is the deliberately broken version)" >&2
+exit 10
+"""
+        )
+        if ver == BROKEN_DRIVER
+        else sh(f'echo "nvidia {ver}: DKMS build skipped (synthetic test fixture, no kernel module)"')
+    )
+
+    def dkms(name, flavor, other):
+        conf = f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{ver}"\n# flavor: {flavor}\nAUTOINSTALL="yes"\n'
+        return pkg(
+            name,
+            rev,
+            files={f"/usr/src/nvidia-{ver}/dkms.conf": (conf, 0o644)},
+            postinst=dkms_post,
+            Provides=f"nvidia-kernel-dkms-any {exact}",
+            Conflicts=other,
+            Replaces=other,
+        )
+
+    return [
+        pkg(
+            "libnvidia-ml1",
+            rev,
+            files={f"{LIB}/libnvidia-ml.so.{ver}": (("nvml", ver, cuda), 0o644)},
+            links={f"{LIB}/libnvidia-ml.so.1": f"libnvidia-ml.so.{ver}"},
+            postinst=sh("ldconfig"),
+        ),
+        pkg(
+            "libcuda1",
+            rev,
+            files={f"{LIB}/libcuda.so.{ver}": (("stub", "cuDriverGetVersion", cuda), 0o644)},
+            links={f"{LIB}/libcuda.so.1": f"libcuda.so.{ver}"},
+            postinst=sh("ldconfig"),
+        ),
+        pkg(
+            "nvidia-persistenced",
+            rev,
+            files={
+                "/usr/bin/nvidia-persistenced": (sh(f'echo "nvidia-persistenced:  version {ver}"'), 0o755),
+                "/lib/systemd/system/nvidia-persistenced.service": (persist_unit, 0o644),
+            },
+        ),
+        dkms("nvidia-kernel-dkms", "proprietary", "nvidia-kernel-open-dkms"),
+        dkms("nvidia-kernel-open-dkms", "open", "nvidia-kernel-dkms"),
+        pkg(
+            "nvidia-driver-cuda",
+            rev,
+            depends=[f"libcuda1 {exact}", f"libnvidia-ml1 {exact}", f"nvidia-persistenced {exact}"],
+        ),
+        pkg("nvidia-driver", rev, depends=[f"nvidia-driver-cuda {exact}", f"nvidia-kernel-dkms-any {exact}"]),
+        # Kernel-module flavour is chosen by the metapackage: nvidia-open (open) or cuda-drivers (proprietary).
+        pkg("nvidia-open", rev, depends=[f"nvidia-driver {exact}", f"nvidia-kernel-open-dkms {exact}"]),
+        pkg(f"nvidia-open-{branch}", rev, depends=[f"nvidia-open {exact}"]),
+        pkg("cuda-drivers", rev, depends=[f"nvidia-driver {exact}", f"nvidia-kernel-dkms {exact}"]),
+        pkg(f"cuda-drivers-{branch}", rev, depends=[f"cuda-drivers {exact}"]),
+        pkg(
+            f"nvidia-fabricmanager-{branch}",
+            rev,
+            files={
+                "/usr/bin/nv-fabricmanager": (sh(f'echo "Fabric Manager version is : {ver}"'), 0o755),
+                "/usr/share/nvidia/nvswitch/fabricmanager.cfg": ("LOG_LEVEL=4\nFABRIC_MODE=0\n", 0o644),
+                "/lib/systemd/system/nvidia-fabricmanager.service": (fm_unit, 0o644),
+            },
+        ),
+    ]
+
+
+def nvcc_script(xy, full):
+    _tk, nvcc, _rt, built, build_id, year = full
+    return sh(
+        f"""
+case "$1" in
+  --version|-V) ;;
+  *) echo "nvcc fatal   : synthetic nvcc from the gpufleet.stack test mirror only answers --version" >&2; exit 1 ;;
+esac
+cat <<'EOF'
+nvcc: NVIDIA (R) Cuda compiler driver
+Copyright (c) 2005-{year} NVIDIA Corporation
+Built on {built}
+Cuda compilation tools, release {xy}, V{nvcc}
+Build cuda_{xy}.r{xy}/compiler.{build_id}
+EOF
+"""
+    )
+
+
+def toolkit_packages(xy):
+    full = TOOLKITS[xy]
+    tk, nvcc, cudart = full[:3]
+    dash, home = xy.replace(".", "-"), f"/usr/local/cuda-{xy}"
+    major = xy.split(".")[0]
+    rt_dir = f"{home}/targets/x86_64-linux/lib"
+    prio = int(xy.replace(".", ""))  # NVIDIA's alternatives priority grows with the version
+    version_json = {
+        "cuda": {"name": "CUDA SDK", "version": tk},
+        "cuda_cudart": {"name": "CUDA Runtime (cudart)", "version": cudart},
+        "cuda_nvcc": {"name": "CUDA NVCC", "version": nvcc},
+    }
+    return [
+        pkg(
+            f"cuda-toolkit-{major}-config-common",
+            f"{cudart}-1",
+            postinst=sh(f"update-alternatives --install /usr/local/cuda-{major} cuda-{major} {home} {prio}"),
+            prerm=sh(f'[ "$1" = upgrade ] || update-alternatives --remove cuda-{major} {home}'),
+        ),
+        pkg(
+            f"cuda-toolkit-{dash}-config-common",
+            f"{cudart}-1",
+            postinst=sh(f"update-alternatives --install /usr/local/cuda cuda {home} {prio}"),
+            prerm=sh(f'[ "$1" = upgrade ] || update-alternatives --remove cuda {home}'),
+        ),
+        pkg(
+            f"cuda-cudart-{dash}",
+            f"{cudart}-1",
+            depends=[f"cuda-toolkit-{dash}-config-common", f"cuda-toolkit-{major}-config-common"],
+            files={f"{rt_dir}/libcudart.so.{cudart}": (("stub", "cudaRuntimeGetVersion", prio * 10), 0o644)},
+            links={
+                f"{rt_dir}/libcudart.so.{major}": f"libcudart.so.{cudart}",
+                f"{home}/lib64": "targets/x86_64-linux/lib",
+            },
+        ),
+        pkg(f"cuda-nvcc-{dash}", f"{nvcc}-1", files={f"{home}/bin/nvcc": (nvcc_script(xy, full), 0o755)}),
+        pkg(f"cuda-compiler-{dash}", f"{tk}-1", depends=[f"cuda-nvcc-{dash} (>= {nvcc})"]),
+        pkg(f"cuda-libraries-{dash}", f"{tk}-1", depends=[f"cuda-cudart-{dash} (>= {cudart})"]),
+        pkg(
+            f"cuda-toolkit-{dash}",
+            f"{tk}-1",
+            depends=[f"cuda-compiler-{dash} (>= {tk})", f"cuda-libraries-{dash} (>= {tk})"],
+            files={f"{home}/version.json": (json.dumps(version_json, indent=3) + "\n", 0o644)},
+        ),
+    ]
+
+
+def cudnn_packages(name, dev, ver, suffix):
+    major, minor, patch = ver.split(".")[:3]
+    rev = ver + suffix
+    header = f"/usr/include/x86_64-linux-gnu/cudnn_version_v{major}.h"
+    text = (
+        f"/* cudnn_version.h: {DESC} */\n#ifndef CUDNN_VERSION_H_\n#define CUDNN_VERSION_H_\n"
+        f"#define CUDNN_MAJOR {major}\n#define CUDNN_MINOR {minor}\n#define CUDNN_PATCHLEVEL {patch}\n"
+        "#define CUDNN_VERSION (CUDNN_MAJOR * 1000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL)\n#endif\n"
+    )
+    if int(major) >= 9:  # cuDNN 9 changed the encoding: major * 10000 + minor * 100 + patch
+        text = text.replace("CUDNN_MAJOR * 1000", "CUDNN_MAJOR * 10000")
+    code = int(major) * (10000 if int(major) >= 9 else 1000) + int(minor) * 100 + int(patch)
+    so = f"libcudnn.so.{major}.{minor}.{patch}"
+    return [
+        pkg(
+            name,
+            rev,
+            files={f"{LIB}/{so}": (("stub-size_t", "cudnnGetVersion", code), 0o644)},
+            links={f"{LIB}/libcudnn.so.{major}": so},
+            postinst=sh("ldconfig"),
+        ),
+        pkg(
+            dev,
+            rev,
+            depends=[f"{name} (= {rev})"],
+            files={header: (text, 0o644)},
+            postinst=sh(f"update-alternatives --install /usr/include/cudnn_version.h cudnn_version {header} {major}0"),
+            prerm=sh(f'[ "$1" = upgrade ] || update-alternatives --remove cudnn_version {header}'),
+        ),
+    ]
+
+
+def nccl_packages(ver, cuda):
+    rev = f"{ver}-1+cuda{cuda}"
+    major, minor, patch = (int(x) for x in ver.split("."))
+    code = major * 10000 + minor * 100 + patch
+    header = (
+        f"/* nccl.h: {DESC} */\n#ifndef NCCL_H_\n#define NCCL_H_\n#define NCCL_MAJOR {major}\n"
+        f'#define NCCL_MINOR {minor}\n#define NCCL_PATCH {patch}\n#define NCCL_SUFFIX ""\n'
+        f"#define NCCL_VERSION_CODE {code}\n#endif\n"
+    )
+    return [
+        pkg(
+            "libnccl2",
+            rev,
+            files={f"{LIB}/libnccl.so.{ver}": (("stub", "ncclGetVersion", code), 0o644)},
+            links={f"{LIB}/libnccl.so.2": f"libnccl.so.{ver}"},
+            postinst=sh("ldconfig"),
+        ),
+        pkg("libnccl-dev", rev, depends=[f"libnccl2 (= {rev})"], files={"/usr/include/nccl.h": (header, 0o644)}),
+    ]
+
+
+def container_packages(ver, commit, ctk_source):
+    rev = f"{ver}-1"
+    ctk = ctk_source.replace("@VERSION@", ver).replace("@COMMIT@", commit)
+    runtime_cfg = (
+        "#accept-nvidia-visible-devices-as-volume-mounts = false\n\n"
+        '[nvidia-container-cli]\nldconfig = "@/sbin/ldconfig"\n'
+        '\n[nvidia-container-runtime]\nlog-level = "info"\nmode = "auto"\n'
+    )
+    stub = sh('echo "synthetic test fixture: no container runtime here" >&2; exit 1')
+    return [
+        pkg(
+            "libnvidia-container1",
+            rev,
+            repo="container",
+            files={f"{LIB}/libnvidia-container.so.{ver}": (("stub", "nvc_version_stub", 0), 0o644)},
+            links={f"{LIB}/libnvidia-container.so.1": f"libnvidia-container.so.{ver}"},
+            postinst=sh("ldconfig"),
+        ),
+        pkg(
+            "libnvidia-container-tools",
+            rev,
+            repo="container",
+            depends=[f"libnvidia-container1 (>= {rev})", "libnvidia-container1 (<< 2.0.0)"],
+            files={
+                "/usr/bin/nvidia-container-cli": (
+                    sh(f'echo "cli-version: {ver}"; echo "lib-version: {ver}"; echo "build revision: {commit}"'),
+                    0o755,
+                )
+            },
+        ),
+        pkg(
+            "nvidia-container-toolkit-base",
+            rev,
+            repo="container",
+            depends=["python3"],  # our nvidia-ctk is a Python script; the real one is a Go binary
+            files={
+                "/usr/bin/nvidia-ctk": (ctk, 0o755),
+                "/usr/bin/nvidia-container-runtime": (stub, 0o755),
+                "/etc/nvidia-container-runtime/config.toml": (runtime_cfg, 0o644),
+            },
+        ),
+        pkg(
+            "nvidia-container-toolkit",
+            rev,
+            repo="container",
+            depends=[
+                f"nvidia-container-toolkit-base (= {rev})",
+                f"libnvidia-container-tools (>= {rev})",
+                "libnvidia-container-tools (<< 2.0.0)",
+            ],
+            files={"/usr/bin/nvidia-container-runtime-hook": (stub, 0o755)},
+        ),
+    ]
+
+
+def catalog(ctk_source):
+    out = []
+    for ver in DRIVERS:
+        out += driver_packages(ver)
+    for xy in TOOLKITS:
+        out += toolkit_packages(xy)
+    for entry in CUDNN:
+        out += cudnn_packages(*entry)
+    out.append(pkg("cudnn9-cuda-12", "9.8.0.87-1", depends=["libcudnn9-dev-cuda-12 (= 9.8.0.87-1)"]))
+    for ver, cuda in NCCL:
+        out += nccl_packages(ver, cuda)
+    for ver, commit in CONTAINER_TOOLKIT.items():
+        out += container_packages(ver, commit, ctk_source)
+    return out

@@ -1,0 +1,94 @@
+"""What the synthetic packages hold: files at NVIDIA's paths that the collection's own parsers read, an NVML
+that reports its package's version, and the deliberately broken driver."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_parse as sp
+
+from .conftest import CUDA12, ROOT, extract
+
+LIB = "usr/lib/x86_64-linux-gnu"
+
+
+@pytest.mark.parametrize(("version", "cuda"), [("550.163.01", 12040), ("570.172.08", 12080)])
+def test_libnvidia_ml1_reports_its_own_driver_version(mirror, tmp_path, version, cuda):
+    root = extract(mirror, CUDA12, "libnvidia-ml1", f"{version}-1", tmp_path)
+    assert os.readlink(root / LIB / "libnvidia-ml.so.1") == f"libnvidia-ml.so.{version}"
+    profile = json.loads((ROOT / "sandbox/nvml-sim/profiles/h100-sxm5-80gb-x8.json").read_text())
+    profile["host"].pop("kernel_module_version", None)  # no loaded module to disagree with the library
+    (tmp_path / "profile.json").write_text(json.dumps(profile))
+    probe = (
+        "import pynvml as n; n.nvmlInit(); print(n.nvmlSystemGetDriverVersion(), n.nvmlSystemGetCudaDriverVersion())"
+    )
+    env = dict(os.environ, LD_LIBRARY_PATH=str(root / LIB), GPUFLEET_NVML_SIM_PROFILE=str(tmp_path / "profile.json"))
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [version, str(cuda)]
+
+
+def test_cuda_toolkit_files_parse_like_real_ones(mirror, tmp_path):
+    extract(mirror, CUDA12, "cuda-nvcc-12-8", "12.8.93-1", tmp_path)
+    extract(mirror, CUDA12, "cuda-toolkit-12-8", "12.8.1-1", tmp_path)
+    extract(mirror, CUDA12, "cuda-cudart-12-8", "12.8.90-1", tmp_path)
+    home = tmp_path / "usr/local/cuda-12.8"
+    nvcc = subprocess.run([home / "bin/nvcc", "--version"], capture_output=True, text=True, check=True).stdout
+    assert nvcc.splitlines()[0] == "nvcc: NVIDIA (R) Cuda compiler driver"
+    assert "Cuda compilation tools, release 12.8, V12.8.93" in nvcc
+    assert sp.nvcc_version(nvcc) in ("12.8", "12.8.93")
+    assert subprocess.run([home / "bin/nvcc", "x.cu"], capture_output=True, check=False).returncode != 0
+    assert sp.cuda_version_json((home / "version.json").read_text()) == "12.8.1"
+    assert os.readlink(home / "lib64") == "targets/x86_64-linux/lib"
+    assert (home / "lib64" / "libcudart.so.12").exists()
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("libcudnn8-dev", "8.9.7.29-1+cuda12.2", "usr/include/x86_64-linux-gnu/cudnn_version_v8.h", "8.9.7"),
+        ("libcudnn9-dev-cuda-12", "9.8.0.87-1", "usr/include/x86_64-linux-gnu/cudnn_version_v9.h", "9.8.0"),
+        ("libnccl-dev", "2.26.2-1+cuda12.8", "usr/include/nccl.h", "2.26.2"),
+    ],
+)
+def test_headers_parse_like_real_ones(mirror, tmp_path, case):
+    name, version, header, expect = case
+    text = (extract(mirror, CUDA12, name, version, tmp_path) / header).read_text()
+    parser = sp.nccl_header if "nccl" in name else sp.cudnn_header
+    assert parser(text) == expect
+
+
+def test_version_calls_answer_without_a_gpu(mirror, tmp_path):
+    """libcuda/libcudnn/libnccl are real shared objects whose version calls answer, as stack_facts probes them."""
+    extract(mirror, CUDA12, "libcudnn9-cuda-12", "9.8.0.87-1", tmp_path)
+    extract(mirror, CUDA12, "libnccl2", "2.21.5-1+cuda12.4", tmp_path)
+    extract(mirror, CUDA12, "libcuda1", "550.54.15-1", tmp_path)
+    probe = (
+        "import ctypes, sys; d = sys.argv[1]; v = ctypes.c_int()\n"
+        "ctypes.CDLL(d + '/libcuda.so.1').cuDriverGetVersion(ctypes.byref(v)); a = v.value\n"
+        "ctypes.CDLL(d + '/libnccl.so.2').ncclGetVersion(ctypes.byref(v)); b = v.value\n"
+        "c = ctypes.CDLL(d + '/libcudnn.so.9'); c.cudnnGetVersion.restype = ctypes.c_size_t\n"
+        "print(a, b, c.cudnnGetVersion())"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, tmp_path / LIB], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["12040", "22105", "90800"]
+
+
+def test_broken_driver_postinst_fails_and_good_one_succeeds(mirror, tmp_path):
+    for version, expect_rc in (("570.86.15-1", 10), ("570.133.20-1", 0)):
+        ctl = tmp_path / version
+        deb = mirror / "www" / CUDA12 / f"nvidia-kernel-open-dkms_{version}_amd64.deb"
+        subprocess.run(["dpkg-deb", "-e", deb, ctl], check=True)
+        proc = subprocess.run(["sh", ctl / "postinst", "configure"], capture_output=True, text=True, check=False)
+        assert proc.returncode == expect_rc, proc.stderr
+        assert ("Bad return status for module build" in proc.stderr) == bool(expect_rc)
+
+
+def test_fabricmanager_and_persistenced_print_their_version(mirror, tmp_path):
+    root = extract(mirror, CUDA12, "nvidia-fabricmanager-550", "550.127.08-1", tmp_path)
+    out = subprocess.run([root / "usr/bin/nv-fabricmanager", "--version"], capture_output=True, text=True, check=True)
+    assert sp.first_line_version(out.stdout) == "550.127.08"
+    assert (
+        "ExecStart=/usr/bin/nv-fabricmanager" in (root / "lib/systemd/system/nvidia-fabricmanager.service").read_text()
+    )
