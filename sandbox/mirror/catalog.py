@@ -177,17 +177,29 @@ def toolkit_packages(xy):
         "cuda_nvcc": {"name": "CUDA NVCC", "version": nvcc},
     }
     return [
+        # One package for all 12.x (the newest wins), so it must not name a minor version's directory.
         pkg(
             f"cuda-toolkit-{major}-config-common",
             f"{cudart}-1",
-            postinst=sh(f"update-alternatives --install /usr/local/cuda-{major} cuda-{major} {home} {prio}"),
-            prerm=sh(f'[ "$1" = upgrade ] || update-alternatives --remove cuda-{major} {home}'),
+            files={
+                f"/etc/ld.so.conf.d/988_cuda-{major}.conf": (
+                    f"/usr/local/cuda-{major}/targets/x86_64-linux/lib\n",
+                    0o644,
+                )
+            },
         ),
+        # Each X.Y registers /usr/local/cuda and /usr/local/cuda-12 with update-alternatives.
         pkg(
             f"cuda-toolkit-{dash}-config-common",
             f"{cudart}-1",
-            postinst=sh(f"update-alternatives --install /usr/local/cuda cuda {home} {prio}"),
-            prerm=sh(f'[ "$1" = upgrade ] || update-alternatives --remove cuda {home}'),
+            postinst=sh(
+                f"update-alternatives --install /usr/local/cuda cuda {home} {prio}\n"
+                f"update-alternatives --install /usr/local/cuda-{major} cuda-{major} {home} {prio}"
+            ),
+            prerm=sh(
+                f'[ "$1" = upgrade ] && exit 0\nupdate-alternatives --remove cuda {home}\n'
+                f"update-alternatives --remove cuda-{major} {home}"
+            ),
         ),
         pkg(
             f"cuda-cudart-{dash}",

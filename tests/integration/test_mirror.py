@@ -69,7 +69,8 @@ def served_mirror(tmp_path):
 
 
 @pytest.fixture
-def mirror_node(served_mirror, tmp_path):
+def mirror_node(served_mirror, tmp_path, request):
+    image = request.param
     out, port, _fingerprint = served_mirror
     # A GPU host whose kernel module does not pin a version: the library the driver package installs decides.
     profile = json.loads((ROOT / "sandbox/nvml-sim/profiles/h100-sxm5-80gb-x8.json").read_text())
@@ -77,11 +78,11 @@ def mirror_node(served_mirror, tmp_path):
     (tmp_path / "profile.json").write_text(json.dumps(profile))
     fleet = [ROOT / "sandbox/fleet", "up", "--name", NODE, "--fleet", FLEET, "--inventory", "none"]
     try:
-        sh(*fleet, "--image", "debian12", "--profile", tmp_path / "profile.json")
+        sh(*fleet, "--image", image, "--profile", tmp_path / "profile.json")
         sh("docker", "cp", out / "www/keys/gpufleet-mirror.gpg", f"{NODE}:{KEYRING}")
         base = f"http://127.0.0.1:{port}"
         node(
-            f"echo 'deb [signed-by={KEYRING}] {base}/compute/cuda/repos/debian12/x86_64/ /' >"
+            f"echo 'deb [signed-by={KEYRING}] {base}/compute/cuda/repos/{image}/x86_64/ /' >"
             " /etc/apt/sources.list.d/gpufleet-mirror.list\n"
             f"echo 'deb [signed-by={KEYRING}] {base}/libnvidia-container/stable/deb/amd64/ /' >>"
             " /etc/apt/sources.list.d/gpufleet-mirror.list\n"
@@ -97,7 +98,8 @@ def mirror_node(served_mirror, tmp_path):
         sh(ROOT / "sandbox/fleet", "down", "--fleet", FLEET, "--inventory", "none", check=False)
 
 
-def test_install_and_upgrade_from_the_mirror(mirror_node, ansible_env):
+@pytest.mark.parametrize("mirror_node", ["debian12"], indirect=True)
+def test_open_570_and_cuda_12_8_install_and_upgrade(mirror_node, ansible_env):
     pin("570.133.20")
     node(
         f"DEBIAN_FRONTEND=noninteractive {APT} install -y --no-install-recommends nvidia-open"
@@ -126,3 +128,36 @@ def test_install_and_upgrade_from_the_mirror(mirror_node, ansible_env):
     gpu = module("gpu_facts", ansible_env, mirror_node)["gpufleet_gpu"]
     assert gpu["driver_version"] == "570.172.08"
     assert "libnvidia-ml.so.570.133.20" not in node("ls /usr/lib/x86_64-linux-gnu/").split()  # the old one is gone
+
+
+@pytest.mark.parametrize("mirror_node", ["debian13"], indirect=True)
+def test_proprietary_550_and_cuda_12_4_on_debian13(mirror_node, ansible_env):
+    """The other flavour, branch, toolkit, cuDNN and NCCL, on Debian 13 (whose apt verifies with sqv)."""
+    pin("550.127.08")
+    node(
+        f"DEBIAN_FRONTEND=noninteractive {APT} install -y --no-install-recommends cuda-drivers-550"
+        " nvidia-fabricmanager-550 cuda-toolkit-12-4 libcudnn8-dev"
+        " libnccl2=2.21.5-1+cuda12.4 libnccl-dev=2.21.5-1+cuda12.4"  # both: -dev needs its exact runtime
+    )
+    listed = node("dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\\n' 'nvidia-kernel*' 'nvidia-fab*'")
+    versions = dict(line.split()[1:] for line in listed.splitlines() if line.startswith("ii"))
+    assert versions == {"nvidia-kernel-dkms": "550.127.08-1", "nvidia-fabricmanager-550": "550.127.08-1"}
+    assert "Cuda compilation tools, release 12.4, V12.4.131" in node("/usr/local/cuda/bin/nvcc --version")
+    gpu = module("gpu_facts", ansible_env, mirror_node)["gpufleet_gpu"]
+    assert (gpu["driver_version"], gpu["cuda_driver_version"]) == ("550.127.08", "12.4")
+    installed = module("stack_facts", ansible_env, mirror_node)["gpufleet_installed"]
+    assert [t["version"] for t in installed["cuda"]["toolkits"]] == ["12.4.1"]
+    assert installed["cudnn"]["version"].startswith("8.9.7")
+    assert (installed["nccl"]["version"], installed["nccl"]["findings"][-1]["cuda"]) == ("2.21.5", "12.4")
+
+    pin("550.163.01")
+    node(f"DEBIAN_FRONTEND=noninteractive {APT} install -y cuda-drivers-550 nvidia-fabricmanager-550")
+    assert module("gpu_facts", ansible_env, mirror_node)["gpufleet_gpu"]["driver_version"] == "550.163.01"
+    assert "550.163.01" in node("nv-fabricmanager --version")
+
+    # A second toolkit side by side: both stay, the newer takes /usr/local/cuda through update-alternatives.
+    node(f"DEBIAN_FRONTEND=noninteractive {APT} install -y --no-install-recommends cuda-toolkit-12-8")
+    cuda = module("stack_facts", ansible_env, mirror_node)["gpufleet_installed"]["cuda"]
+    assert sorted(t["version"] for t in cuda["toolkits"]) == ["12.4.1", "12.8.1"]
+    assert cuda["default"] == "/usr/local/cuda-12.8"
+    assert "release 12.4," in node("/usr/local/cuda-12.4/bin/nvcc --version")
