@@ -14,8 +14,14 @@ DESC = "synthetic test fixture from gpufleet.stack sandbox/mirror (not NVIDIA so
 LIB = "/usr/lib/x86_64-linux-gnu"
 
 # Driver branches: real release numbers; the highest CUDA each branch supports (cuDriverGetVersion / NVML).
-DRIVERS = {"550.54.15": 12040, "550.127.08": 12040, "550.163.01": 12040, "570.124.06": 12080, "570.133.20": 12080}
-DRIVERS["570.172.08"] = 12080
+DRIVERS = {
+    "550.54.15": 12040,
+    "550.127.08": 12040,
+    "550.163.01": 12040,
+    "570.124.06": 12080,
+    "570.133.20": 12080,
+    "570.172.08": 12080,
+}
 # Its kernel-module postinst fails like a DKMS build error: for failure-injection tests. Lower than every good
 # 570 version so "install the newest 570" never picks it; only an exact pin does.
 BROKEN_DRIVER = "570.86.15"
