@@ -134,3 +134,17 @@ def test_accepts(tmp_path, ansible_env, extra, decision):
     rc, out = preflight(tmp_path, ansible_env, extra)
     assert rc == 0, out
     assert f"DECISION {json.dumps(decision)}" in out.replace('\\"', '"'), out
+
+
+def test_refuses_a_host_whose_name_does_not_resolve(tmp_path, ansible_env):
+    # Stands in for horovod_python on a host whose name has no address: the preflight asks the interpreter, which
+    # prints the name and exits 2 (as the real check does when socket.gethostbyname fails).
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\necho ghost-node\nexit 2\n")
+    fake.chmod(0o755)
+    (tmp_path / "wheels").mkdir()
+    extra = {**STACK, "horovod_wheelhouse": str(tmp_path / "wheels"), "horovod_python": str(fake)}
+    rc, out = preflight(tmp_path, ansible_env, extra)
+    assert rc != 0, out
+    assert "this host's name 'ghost-node' does not resolve" in out, out
+    assert "add '127.0.1.1 ghost-node' to /etc/hosts" in out, out
