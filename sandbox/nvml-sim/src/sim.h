@@ -9,6 +9,13 @@
 #include "sim_json.h"
 
 #define SIM_DEFAULT_PROFILE "/etc/gpufleet/nvml-sim/profile.json"
+/* Versions baked in by build.sh --driver-version / --cuda-version (empty / 0: take them from the profile). */
+#ifndef GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION
+#define GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION ""
+#endif
+#ifndef GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION
+#define GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION 0
+#endif
 #define SIM_EXPORT __attribute__((visibility("default")))
 
 #define ARG_CHECK(cond) \

@@ -10,13 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION
-#define GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION ""
-#endif
-#ifndef GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION
-#define GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION 0
-#endif
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int refcount;
 static sj_node *profile;

@@ -8,13 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION
-#define GPUFLEET_NVML_SIM_BUILT_DRIVER_VERSION ""
-#endif
-#ifndef GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION
-#define GPUFLEET_NVML_SIM_BUILT_CUDA_VERSION 0
-#endif
-
 static const char *str_of(const sj_node *n)
 {
     return n && n->type == SJ_STR ? n->str : NULL;

@@ -1,7 +1,10 @@
 """gpu_facts through main() with patched arguments: driver states, missing pynvml, unsupported queries."""
 
-import ctypes
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pynvml
 import pytest
@@ -10,6 +13,8 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_gather
 from ansible_collections.gpufleet.stack.plugins.modules import gpu_facts
 
 from .conftest import fixture_text
+
+ROOT = Path(__file__).resolve().parents[3]
 
 NO_LIB = {"found": False, "simulator": False, "path": None, "version": None}
 REAL_LIB = {"found": True, "simulator": False, "path": "/usr/lib/libnvidia-ml.so.570.133.20", "version": "570.133.20"}
@@ -207,14 +212,21 @@ def test_versions_differ_without_init(capsys, monkeypatch, roots, fake_root):
 
 
 def test_probe_library_on_a_host_without_one():
-    """This CI machine has no libnvidia-ml.so.1: the probe says so instead of raising."""
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:
-        pass
-    else:
+    """This CI machine has no libnvidia-ml.so.1: the probe says so instead of raising. Run in a fresh process,
+    since another test in this one may have loaded the simulator, which dlopen would then find by its soname."""
+    code = (
+        "import ctypes, json, sys\n"
+        "try:\n    ctypes.CDLL('libnvidia-ml.so.1')\nexcept OSError:\n    pass\nelse:\n    sys.exit(3)\n"
+        "from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_gather\n"
+        "print(json.dumps(_gpu_gather.probe_library()))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    env["PYTHONPATH"] = str(ROOT / "collections")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    if proc.returncode == 3:
         pytest.skip("a libnvidia-ml.so.1 is on this machine's library path; would check the not-found probe")
-    probe = _gpu_gather.probe_library()
+    assert proc.returncode == 0, proc.stderr
+    probe = json.loads(proc.stdout)
     assert (probe["found"], probe["simulator"], probe["version"]) == (False, False, None)
 
 
