@@ -8,6 +8,7 @@ An action plugin, not a module, because the matrix file ships with the collectio
 
 from __future__ import annotations
 
+import functools
 import os
 
 import yaml
@@ -29,10 +30,17 @@ ARGUMENT_SPEC = {
 }
 
 
+@functools.lru_cache(maxsize=4)
+def _read_matrix(path, mtime):  # pylint: disable=unused-argument  # mtime keys the cache: an edited file is re-read
+    with open(path, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
 def load_matrix(extra, path=MATRIX_FILE):
+    # The preflight runs once per host, delegated to the controller: parse the file once per worker process,
+    # not once per host. mx.build copies what it takes, so the cached data is never changed.
     try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
+        data = _read_matrix(path, os.stat(path).st_mtime_ns)
     except (OSError, yaml.YAMLError) as err:
         raise AnsibleActionFail(f"cannot read the compatibility matrix {os.path.normpath(path)}: {err}") from err
     try:
