@@ -79,6 +79,10 @@ def mirror_node(served_mirror, tmp_path, request):
     fleet = [ROOT / "sandbox/fleet", "up", "--name", NODE, "--fleet", FLEET, "--inventory", "none"]
     try:
         sh(*fleet, "--image", image, "--profile", tmp_path / "profile.json")
+        # --profile also preinstalls a simulator library (as a driver installed outside apt would be); ldconfig
+        # would keep pointing libnvidia-ml.so.1 at it when its version is newer. Here the driver package alone
+        # must provide NVML, so only the profile and pynvml stay.
+        node("rm -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.* && ldconfig")
         sh("docker", "cp", out / "www/keys/gpufleet-mirror.gpg", f"{NODE}:{KEYRING}")
         base = f"http://127.0.0.1:{port}"
         node(
