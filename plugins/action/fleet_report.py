@@ -21,6 +21,8 @@ ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "dest": {"type": "path", "required": True},
 }
+# Facts the report reads: GPU and stack facts, and the outcome of site.yml's verification and of upgrade.yml.
+REPORTED_FACTS = ("gpufleet_gpu", "gpufleet_installed", "gpufleet_verify", "gpufleet_upgrade")
 FILES = ("fleet-report.json", "fleet-report.md", "fleet-report.html")
 
 
@@ -29,7 +31,7 @@ def _host_data(hostvars, host):
     hv = hostvars[host]
     facts = hv.get("ansible_facts") or {}
     return {
-        "ansible_facts": {k: facts[k] for k in ("gpufleet_gpu", "gpufleet_installed") if k in facts},
+        "ansible_facts": {k: facts[k] for k in REPORTED_FACTS if k in facts},
         "gpufleet_stack": hv.get("gpufleet_stack"),
     }
 

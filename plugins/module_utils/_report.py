@@ -102,8 +102,20 @@ def host_row(name, hostvars):
         "cuda": " / ".join(filter(None, [gpu.get("cuda_driver_version"), ", ".join(toolkits)])) or "—",
         "health": gpu.get("health_status") or "unknown",
         "findings": gpu.get("health") or [],
-        "drift": drift(hostvars.get("gpufleet_stack"), gpu, installed),
+        "drift": outcome_notes(facts) + drift(hostvars.get("gpufleet_stack"), gpu, installed),
     }
+
+
+def outcome_notes(facts):
+    """What the last site.yml verification or upgrade.yml said about the host, when it went wrong."""
+    notes = []
+    verify = facts.get("gpufleet_verify") or {}
+    if verify.get("status") == "failed":
+        notes.append("verification failed: " + "; ".join(verify.get("failures") or ["(no reason recorded)"]))
+    upgrade = facts.get("gpufleet_upgrade") or {}
+    if upgrade.get("status") == "failed":
+        notes.append(f"upgrade failed at {upgrade.get('step', '?')}: {upgrade.get('message', '')}".rstrip(": "))
+    return notes
 
 
 def summary(rows):

@@ -151,3 +151,31 @@ def check_expect(expect):
             bad = v.valid_spec(one)
             if bad:
                 raise InputError(f"expect.{key} {one!r}: {bad}")
+
+
+def as_pins(installed):
+    """What a host has, shaped like the inventory's gpufleet_stack (exact versions): the record a rollback returns to.
+
+    Only components that are present; CUDA toolkits as "X.Y", /usr/local/cuda's first."""
+    installed = installed or {}
+    driver = installed.get("driver") or {}
+    pins = {}
+    version = driver.get("package_version") or driver.get("loaded_version")
+    if version:
+        pins["driver"] = version
+        if driver.get("flavor"):
+            pins["driver_flavor"] = driver["flavor"]
+    toolkits = (installed.get("cuda") or {}).get("toolkits") or []
+    default = (installed.get("cuda") or {}).get("default")
+    cuda = []
+    for toolkit in sorted(toolkits, key=lambda t: t.get("path") != default):
+        short = ".".join(str(toolkit.get("version") or "").split(".")[:2])
+        if short and short not in cuda:
+            cuda.append(short)
+    if cuda:
+        pins["cuda"] = cuda[0] if len(cuda) == 1 else cuda
+    for key in ("cudnn", "nccl", "fabricmanager", "container_toolkit"):
+        found = installed.get(key) or {}
+        if found.get("present") and found.get("version"):
+            pins[key] = found["version"]
+    return pins

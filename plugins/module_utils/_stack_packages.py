@@ -65,3 +65,15 @@ def classify(packages):
         if found:
             out[component] = found
     return out
+
+
+def driver_flavor(names):
+    """Kernel module flavour from the installed driver packages: "open", "proprietary" or None."""
+    names = set(names)
+    if any(
+        n == "nvidia-open" or n.startswith("nvidia-open-") or n.endswith("-open") or "kernel-open" in n for n in names
+    ):
+        return "open"
+    if any(n.startswith("cuda-drivers") or n in ("nvidia-kernel-dkms", "nvidia-driver") for n in names):
+        return "proprietary"
+    return None

@@ -110,6 +110,8 @@ class Scanner:
         if pkgs.get("driver"):
             first = pkgs["driver"][0]
             out.update(package_version=first["version"], package_name=first["package"], package_source=manager)
+            out["package_flavor"] = pk.driver_flavor(p["package"] for p in pkgs["driver"])
+            out["flavor"] = out["flavor"] or out["package_flavor"]
         for lib_dir in LIB_DIRS:
             for lib in self.glob(f"{lib_dir}/libcuda.so.*"):
                 found = sp.library_version(os.path.basename(lib), "libcuda")

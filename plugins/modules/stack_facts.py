@@ -76,6 +76,9 @@ ansible_facts:
       description:
         - What is installed. Components C(driver), C(cuda), C(cudnn), C(nccl), C(fabricmanager),
           C(container_toolkit) and C(frameworks).
+        - C(stack) is the same, shaped like the inventory's C(gpufleet_stack) with exact versions (C(driver),
+          C(driver_flavor), C(cuda) as C(X.Y) or a list with C(/usr/local/cuda)'s first, C(cudnn), C(nccl),
+          C(fabricmanager), C(container_toolkit)): what C(playbooks/upgrade.yml) records as a rollback target.
         - C(cudnn), C(nccl), C(fabricmanager), C(container_toolkit) have C(present), C(version), C(source),
           C(consistent) (all findings agree) and C(findings) (each C(version), C(source)).
       type: dict
@@ -89,6 +92,7 @@ ansible_facts:
         cudnn: {present: true, version: "9.8.0", source: header /usr/include/cudnn_version.h, consistent: true,
                 findings: [{version: "9.8.0", source: header /usr/include/cudnn_version.h}]}
         nccl: {present: false, version: null, source: null, consistent: true, findings: []}
+        stack: {driver: "570.133.20", driver_flavor: open, cuda: "12.8", cudnn: "9.8.0"}
         frameworks:
           torch: [{version: "2.7.1+cu128", env: /opt/venv, cuda: "12.8", cuda_source: torch/version.py,
                    bundles: {cudnn: "9.7.1.26", nccl: "2.26.2"},
@@ -100,6 +104,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.stack.plugins.module_utils._stack_inputs import as_pins
 from ansible_collections.gpufleet.stack.plugins.module_utils._stack_scan import Scanner, summarise
 
 
@@ -143,6 +148,7 @@ def gather(scanner, python_envs):
                 findings = found[lib]["findings"] + [dict(wheels[lib], env=env, scope="wheel")]
                 system = found[lib] if found[lib]["present"] else None
                 found[lib] = summarise(findings) if system is None else dict(system, findings=findings)
+    found["stack"] = as_pins(found)
     return found
 
 

@@ -111,3 +111,19 @@ def test_html_escapes_what_hosts_report():
     page = _report.render_html(rows, "now")
     assert "<script>" not in page
     assert "&lt;script&gt;" in page
+
+
+def test_failed_verification_and_upgrade_are_named_first_in_the_row():
+    facts = {
+        "gpufleet_gpu": gpu_facts(),
+        "gpufleet_installed": INSTALLED,
+        "gpufleet_verify": {"status": "failed", "failures": ["nccl 2.26.2 wanted, host has 2.21.5"]},
+        "gpufleet_upgrade": {"status": "failed", "step": "install", "message": "nvidia-kernel-dkms postinst exit 10"},
+    }
+    row = _report.host_row("gpu-1", {"ansible_facts": facts, "gpufleet_stack": DESIRED})
+    assert row["drift"][:2] == [
+        "verification failed: nccl 2.26.2 wanted, host has 2.21.5",
+        "upgrade failed at install: nvidia-kernel-dkms postinst exit 10",
+    ]
+    ok = dict(facts, gpufleet_verify={"status": "ok", "failures": []}, gpufleet_upgrade={"status": "done"})
+    assert _report.host_row("gpu-1", {"ansible_facts": ok, "gpufleet_stack": DESIRED})["drift"] == []

@@ -137,3 +137,33 @@ def test_package_lines_and_classification():
     assert found["nccl"][0]["cuda"] == "12.8"
     assert found["container_toolkit"][0]["version"] == "1.17.5"
     assert found["cuda_toolkit"][0]["version"] == "12.8.1"
+
+
+def test_installed_stack_as_pins_is_a_rollback_target():
+    from ansible_collections.gpufleet.stack.plugins.module_utils._stack_inputs import as_pins
+    from ansible_collections.gpufleet.stack.plugins.module_utils._stack_packages import driver_flavor
+
+    installed = {
+        "driver": {"package_version": "570.133.20", "loaded_version": None, "flavor": "open"},
+        "cuda": {
+            "default": "/usr/local/cuda-12.4",
+            "toolkits": [
+                {"path": "/usr/local/cuda-12.8", "version": "12.8.1"},
+                {"path": "/usr/local/cuda-12.4", "version": "12.4.1"},
+            ],
+        },
+        "cudnn": {"present": True, "version": "9.8.0.87"},
+        "nccl": {"present": True, "version": "2.26.2"},
+        "fabricmanager": {"present": False, "version": None},
+    }
+    assert as_pins(installed) == {
+        "driver": "570.133.20",
+        "driver_flavor": "open",
+        "cuda": ["12.4", "12.8"],
+        "cudnn": "9.8.0.87",
+        "nccl": "2.26.2",
+    }
+    assert as_pins({}) == {}
+    assert driver_flavor(["nvidia-driver", "nvidia-kernel-open-dkms", "nvidia-open"]) == "open"
+    assert driver_flavor(["cuda-drivers-550", "nvidia-kernel-dkms", "nvidia-driver"]) == "proprietary"
+    assert driver_flavor(["libnvidia-ml1"]) is None
