@@ -2,7 +2,7 @@
 # Install the NVML simulator and a profile into a sandbox node, laid out like a driver package would.
 #
 #   sandbox/nvml-sim/install-node.sh --root DIR       PROFILE [--driver-version V] [--libdir PATH]
-#   sandbox/nvml-sim/install-node.sh --container NAME PROFILE [--driver-version V] [--libdir PATH]
+#   sandbox/nvml-sim/install-node.sh --container NAME PROFILE [--driver-version V] [--libdir PATH] [--no-driver]
 #
 # PROFILE: a profile name (profiles/NAME.json), a profile file, or an nvidia-smi -q -x dump.
 # Installs, under DIR or into the running container NAME (docker cp + docker exec ldconfig):
@@ -12,18 +12,22 @@
 #   /etc/gpufleet/nvml-sim/gpufleet-nvml-sim        marker: key=value lines (profile, driver_version, source)
 # --driver-version bakes a version into the library (default: the profile's driver_version), as a
 # driver package ships the libnvidia-ml of its own version.
+# --no-driver: GPUs without a driver: only the profile (its host.kernel_module_version removed), no library, so
+# the driver package a role installs (the offline mirror's libnvidia-ml1 ships the simulator) decides what NVML
+# reports — and an upgrade changes it.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root_dir="$(cd "$here/../.." && pwd)"
-dest_root="" container="" profile="" driver_version="" libdir="/usr/lib/x86_64-linux-gnu"
-usage() { sed -n '2,16p' "$0" >&2; exit 2; }
+dest_root="" container="" profile="" driver_version="" libdir="/usr/lib/x86_64-linux-gnu" no_driver=""
+usage() { sed -n '2,19p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --root) dest_root="$2"; shift 2 ;;
         --container) container="$2"; shift 2 ;;
         --driver-version) driver_version="$2"; shift 2 ;;
         --libdir) libdir="$2"; shift 2 ;;
+        --no-driver) no_driver=1; shift ;;
         -h|--help) usage ;;
         -*) echo "install-node: unknown option $1" >&2; usage ;;
         *) [ -z "$profile" ] || { echo "install-node: one PROFILE only (got $profile and $1)" >&2; exit 2; }
@@ -55,10 +59,20 @@ if [ -z "$driver_version" ]; then
 fi
 [ -n "$driver_version" ] || { echo "install-node: profile has no driver_version; pass --driver-version" >&2; exit 2; }
 
-lib="$("$here/build.sh" "$root_dir/.cache/nvml-sim/lib-$driver_version" --driver-version "$driver_version")"
-mkdir -p "$stage$libdir"
-cp "$lib" "$stage$libdir/libnvidia-ml.so.$driver_version"
-ln -s "libnvidia-ml.so.$driver_version" "$stage$libdir/libnvidia-ml.so.1"
+if [ -n "$no_driver" ]; then
+    python3 - "$stage/etc/gpufleet/nvml-sim/profile.json" <<'PY'
+import json, sys
+profile = json.load(open(sys.argv[1]))
+profile.get("host", {}).pop("kernel_module_version", None)
+json.dump(profile, open(sys.argv[1], "w"), indent=1)
+PY
+    driver_version="none"
+else
+    lib="$("$here/build.sh" "$root_dir/.cache/nvml-sim/lib-$driver_version" --driver-version "$driver_version")"
+    mkdir -p "$stage$libdir"
+    cp "$lib" "$stage$libdir/libnvidia-ml.so.$driver_version"
+    ln -s "libnvidia-ml.so.$driver_version" "$stage$libdir/libnvidia-ml.so.1"
+fi
 printf 'profile=%s\ndriver_version=%s\nsource=%s\n' "$(basename "$src")" "$driver_version" \
     "gpufleet.stack sandbox/nvml-sim/install-node.sh" > "$stage/etc/gpufleet/nvml-sim/gpufleet-nvml-sim"
 
@@ -68,7 +82,7 @@ if [ -n "$dest_root" ]; then
     rm -f "$dest_root$libdir"/libnvidia-ml.so.*
     cp -a "$stage/." "$dest_root/"
     # No ldconfig here: the libnvidia-ml.so.1 link is in place; the node runs ldconfig when it boots or installs.
-    echo "installed $driver_version simulator and $(basename "$src") under $dest_root"
+    echo "installed ${no_driver:+no }${no_driver:-$driver_version }simulator and $(basename "$src") under $dest_root"
 else
     docker exec "$container" sh -c "rm -f '$libdir'/libnvidia-ml.so.* && mkdir -p '$libdir' /etc/gpufleet/nvml-sim"
     tar -C "$stage" -cf - . | docker exec -i "$container" tar -C / -xf -

@@ -1,5 +1,6 @@
 """install-node.sh lays the simulator out as a driver package would; checked in a scratch root, not a container."""
 
+import json
 import os
 import subprocess
 import sys
@@ -54,3 +55,12 @@ def test_refuses_without_a_destination():
     proc = subprocess.run([str(SIM / "install-node.sh"), "t4-x1"], capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert "exactly one of --root DIR or --container NAME" in proc.stderr
+
+
+def test_no_driver_installs_the_profile_only(tmp_path):
+    """GPUs without a driver: the mirror's driver package brings NVML, and the kernel module follows it."""
+    proc = install(tmp_path, "a100-sxm4-40gb-x8-nvswitch", "--no-driver")
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / LIBDIR).exists()
+    host = json.loads((tmp_path / "etc/gpufleet/nvml-sim/profile.json").read_text())["host"]
+    assert "kernel_module_version" not in host and host["driver_loaded"] is True
