@@ -11,11 +11,16 @@ SCENARIO ?= sandbox
 
 .PHONY: demo setup venv engine images tools test lint sanity unit integration molecule build lock clean
 
-## demo: the README's first command — toolchain, engine, images, NODES sandbox nodes with simulated GPUs
-## (PROFILE from sandbox/nvml-sim/profiles), then site.yml, which ends by writing reports/fleet-report.html
+## demo: the README's first command — toolchain, engine, images, the offline NVIDIA mirror, NODES sandbox nodes
+## with simulated GPUs (PROFILE from sandbox/nvml-sim/profiles) and no driver; site.yml builds the stack, then
+## playbooks/upgrade.yml rolls the fleet to sandbox/upgrade-target.yml; both refresh reports/fleet-report.html
 demo: setup
-	sandbox/fleet up $(NODES) --profile $(PROFILE)
+	sandbox/mirror/build
+	sandbox/mirror/serve start
+	sandbox/fleet up $(NODES) --profile $(PROFILE) --no-driver
 	ansible-playbook site.yml
+	ansible-playbook playbooks/upgrade.yml -e @sandbox/upgrade-target.yml
+	@echo "fleet report: $(CURDIR)/reports/fleet-report.html"
 
 ## setup: toolchain (.venv), Docker engine, node images, and the browser that checks the HTML report
 setup: venv engine images tools

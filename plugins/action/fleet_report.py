@@ -31,7 +31,8 @@ def _host_data(hostvars, host):
     hv = hostvars[host]
     facts = hv.get("ansible_facts") or {}
     return {
-        "ansible_facts": {k: facts[k] for k in REPORTED_FACTS if k in facts},
+        # set_fact (cacheable) results such as gpufleet_verify are host variables, not ansible_facts.
+        "ansible_facts": {k: facts[k] if k in facts else hv.get(k) for k in REPORTED_FACTS if k in facts or k in hv},
         "gpufleet_stack": hv.get("gpufleet_stack"),
     }
 

@@ -84,7 +84,9 @@ if [ -n "$dest_root" ]; then
     # No ldconfig here: the libnvidia-ml.so.1 link is in place; the node runs ldconfig when it boots or installs.
     echo "installed ${no_driver:+no }${no_driver:-$driver_version }simulator and $(basename "$src") under $dest_root"
 else
-    docker exec "$container" sh -c "rm -f '$libdir'/libnvidia-ml.so.* && mkdir -p '$libdir' /etc/gpufleet/nvml-sim"
+    # A library a driver package installed (the mirror's libnvidia-ml1) is the package's: --no-driver keeps it.
+    keep_packaged="${no_driver:+dpkg-query -W -f '\${Status}' libnvidia-ml1 2>/dev/null | grep -q 'ok installed' ||}"
+    docker exec "$container" sh -c "$keep_packaged rm -f '$libdir'/libnvidia-ml.so.*; mkdir -p '$libdir' /etc/gpufleet/nvml-sim"
     tar -C "$stage" -cf - . | docker exec -i "$container" tar -C / -xf -
     docker exec "$container" ldconfig
     echo "installed $driver_version simulator and $(basename "$src") into container $container"
