@@ -12,6 +12,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted(p.parent.name for p in (ROOT / "molecule").glob("*/molecule.yml"))
+SERVE = ROOT / "sandbox" / "mirror" / "serve"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mirror_stopped_afterwards():
+    """Scenarios that install packages start the offline mirror (molecule/_shared/mirror.yml) and share it; stop
+    it after the last one, unless it was already serving before (someone's `make demo`)."""
+    serving_before = subprocess.run([SERVE, "status"], capture_output=True, check=False).returncode == 0
+    yield
+    if not serving_before:
+        subprocess.run([SERVE, "stop"], capture_output=True, check=False)
 
 
 @pytest.mark.slow
