@@ -179,14 +179,16 @@ def first_line_version(text):
 
 def package_lines(text):
     """`dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'` or rpm's name\\tversion-release lines ->
-    {name: version} of installed packages (dpkg rows not in state "ii" are dropped).
+    {name: version} of installed packages. dpkg rows count when their status letter (the second) is "i": "ii", and
+    "hi" for a package held by apt-mark/dpkg --set-selections, as the install roles leave theirs; "rc" (removed,
+    config files left) and half-installed states are dropped.
     """
     out = {}
     for line in (text or "").splitlines():
         cols = line.split("\t")
         if len(cols) < 2 or not cols[1]:
             continue
-        if len(cols) > 2 and cols[2].strip() and not cols[2].startswith("ii"):
+        if len(cols) > 2 and cols[2].strip() and cols[2][1:2] != "i":
             continue
         out[cols[0]] = cols[1]
     return out

@@ -119,7 +119,7 @@ def test_package_lines_and_classification():
         "cuda-drivers-570\t570.133.20-1\tii \n"
         "nvidia-fabricmanager-570\t570.124.06-1\tii \n"
         "libcudnn9-cuda-12\t9.8.0.87-1\tii \n"
-        "libnccl2\t2.26.2-1+cuda12.8\tii \n"
+        "libnccl2\t2.26.2-1+cuda12.8\thi \n"  # held (apt-mark hold), as the nccl role leaves it: installed
         "nvidia-container-toolkit\t1.17.5-1\tii \n"
         "cuda-toolkit-12-8\t12.8.1-1\tii \n"
         "nvidia-driver-535\t535.54.03-0ubuntu1\trc \n"  # removed, config files left: not installed
