@@ -78,7 +78,7 @@ ansible_facts:
           C(container_toolkit) and C(frameworks).
         - C(stack) is the same, shaped like the inventory's C(gpufleet_stack) with exact versions (C(driver),
           C(driver_flavor), C(cuda) as C(X.Y) or a list with C(/usr/local/cuda)'s first, C(cudnn), C(nccl),
-          C(fabricmanager), C(container_toolkit)): what C(playbooks/upgrade.yml) records as a rollback target.
+          C(fabricmanager), C(container_toolkit)), which C(playbooks/upgrade.yml) records as a rollback target.
         - C(cudnn), C(nccl), C(fabricmanager), C(container_toolkit) have C(present), C(version), C(source),
           C(consistent) (all findings agree) and C(findings) (each C(version), C(source)).
       type: dict

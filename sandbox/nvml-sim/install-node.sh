@@ -12,7 +12,8 @@
 #   /etc/gpufleet/nvml-sim/gpufleet-nvml-sim        marker: key=value lines (profile, driver_version, source)
 # --driver-version bakes a version into the library (default: the profile's driver_version), as a
 # driver package ships the libnvidia-ml of its own version.
-# --no-driver: GPUs without a driver: only the profile (its host.kernel_module_version removed), no library, so
+# --no-driver: GPUs without a driver: only the profile (its host.kernel_module_version and GPU processes removed:
+# nothing runs on a node without a driver), no library, so
 # the driver package a role installs (the offline mirror's libnvidia-ml1 ships the simulator) decides what NVML
 # reports — and an upgrade changes it.
 set -euo pipefail
@@ -41,6 +42,8 @@ if { [ -n "$dest_root" ] && [ -n "$container" ]; } || { [ -z "$dest_root" ] && [
 fi
 
 stage="$(mktemp -d)"
+# The stage is unpacked over the node's / : mktemp's 0700 would become the mode of / itself.
+chmod 0755 "$stage"
 trap 'rm -rf "$stage"' EXIT
 
 # Resolve the profile the way replay does: a file, a shipped name, or an XML dump to convert.
@@ -64,6 +67,11 @@ if [ -n "$no_driver" ]; then
 import json, sys
 profile = json.load(open(sys.argv[1]))
 profile.get("host", {}).pop("kernel_module_version", None)
+# A node whose driver is not installed yet runs no GPU jobs: its GPUs (and MIG devices) start idle.
+for gpu in profile.get("gpus", []):
+    gpu.pop("processes", None)
+    for device in (gpu.get("mig") or {}).get("devices", []):
+        device.pop("processes", None)
 json.dump(profile, open(sys.argv[1], "w"), indent=1)
 PY
     driver_version="none"

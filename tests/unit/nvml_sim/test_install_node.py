@@ -62,5 +62,14 @@ def test_no_driver_installs_the_profile_only(tmp_path):
     proc = install(tmp_path, "a100-sxm4-40gb-x8-nvswitch", "--no-driver")
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / LIBDIR).exists()
-    host = json.loads((tmp_path / "etc/gpufleet/nvml-sim/profile.json").read_text())["host"]
-    assert "kernel_module_version" not in host and host["driver_loaded"] is True
+    profile = json.loads((tmp_path / "etc/gpufleet/nvml-sim/profile.json").read_text())
+    assert "kernel_module_version" not in profile["host"] and profile["host"]["driver_loaded"] is True
+    assert not any(gpu.get("processes") for gpu in profile["gpus"])  # the shipped profile has some; none run yet
+
+
+def test_the_root_it_unpacks_over_keeps_its_mode(tmp_path):
+    """The stage is copied over / of the node: its own mode must not turn / into 0700 (munge, slurm need o+x)."""
+    root = tmp_path / "root"
+    root.mkdir(mode=0o755)
+    assert install(root, "t4-x1").returncode == 0
+    assert oct(root.stat().st_mode & 0o777) == "0o755"
