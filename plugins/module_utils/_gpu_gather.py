@@ -75,6 +75,25 @@ def simulated_library_version(profile_path):
     return version if isinstance(version, str) else None
 
 
+# The sandbox's NVML simulator reads its profile from here (sandbox/nvml-sim); see unpowered_simulated_host.
+SIM_PROFILE = "/etc/gpufleet/nvml-sim/profile.json"
+
+
+def unpowered_simulated_host():
+    """A sandbox node with simulated GPUs and no driver yet: only their PCI functions, from the simulator's profile.
+
+    On real hardware sysfs lists the GPUs and NVSwitches before any driver is installed, which is how the driver
+    role decides on Fabric Manager for a new host; a sandbox node's sysfs is the host machine's, so the profile
+    stands in for it. Nothing else of the profile is used: without the library there is no NVML to ask."""
+    try:
+        with open(os.environ.get("GPUFLEET_NVML_SIM_PROFILE") or SIM_PROFILE, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    mapped = simulated_host(json.dumps(data.get("host") or {})) if isinstance(data, dict) else {}
+    return {"pci_devices": mapped["pci_devices"]} if mapped.get("pci_devices") else {}
+
+
 def simulated_host(host_json):
     """The simulator profile's `host` object mapped onto our host facts; {} when absent or unreadable."""
     try:
@@ -182,11 +201,13 @@ def gather(params, read_kernel_log, probe=None):
     kmod = host.read_kernel_module(params.get("sysfs_root", "/"), params.get("procfs_root", "/"))
     pci = host.read_pci_devices(params.get("sysfs_root", "/"))
     sim = simulated_host(probe.get("host_json")) if probe.get("simulator") else {}
+    if not probe.get("found") and not any(dev["is_gpu"] for dev in pci):
+        sim = unpowered_simulated_host()
     kmod.update({k: sim[k] for k in ("loaded", "version", "flavor", "nouveau_loaded") if k in sim})
     pci = sim.get("pci_devices", pci)
     facts.update(
         {
-            "simulated": bool(probe.get("simulator")),
+            "simulated": bool(probe.get("simulator") or sim),
             "library_version": probe.get("version"),
             "kernel_module_version": kmod["version"],
             "kernel_module_flavor": kmod["flavor"] if kmod["loaded"] else None,

@@ -68,7 +68,8 @@ def roots(fake_root):
     return {"sysfs_root": str(fake_root.path), "procfs_root": str(fake_root.path), "kernel_log": False}
 
 
-def test_not_installed(capsys, monkeypatch, roots):
+def test_not_installed(capsys, monkeypatch, roots, tmp_path):
+    monkeypatch.setenv("GPUFLEET_NVML_SIM_PROFILE", str(tmp_path / "absent.json"))
     monkeypatch.setattr(_gpu_gather, "probe_library", lambda: NO_LIB)
     monkeypatch.setattr(_gpu_gather, "_import_pynvml", Forbidden)
     rc, result = run_main(capsys, roots)
@@ -76,6 +77,22 @@ def test_not_installed(capsys, monkeypatch, roots):
     assert rc == 0
     assert result["changed"] is False
     assert (facts["driver_state"], facts["source"], facts["gpu_count"]) == ("not_installed", "sysfs", 0)
+
+
+def test_sandbox_gpus_without_a_driver_show_their_pci_functions(capsys, monkeypatch, roots):
+    """A sandbox node made with `fleet up --profile X --no-driver`: no NVML library yet, but the GPUs and NVSwitches
+    are on the bus, as sysfs shows them on hardware; the driver role decides on Fabric Manager from this."""
+    monkeypatch.setenv(
+        "GPUFLEET_NVML_SIM_PROFILE", str(ROOT / "sandbox/nvml-sim/profiles/a100-sxm4-40gb-x8-nvswitch.json")
+    )
+    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(_gpu_gather, "_import_pynvml", Forbidden)
+    facts = run_main(capsys, roots)[1]["ansible_facts"]["gpufleet_gpu"]
+    assert (facts["driver_state"], facts["gpu_count"], facts["simulated"]) == ("not_installed", 0, True)
+    assert facts["nvswitch_present"] and facts["fabricmanager_required"]
+    assert (
+        sum(d["is_gpu"] for d in facts["pci_devices"]) == 8 and sum(d["is_nvswitch"] for d in facts["pci_devices"]) == 6
+    )
 
 
 def test_library_without_module_never_initialises(capsys, monkeypatch, roots, fake_root):
