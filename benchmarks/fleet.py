@@ -1,0 +1,138 @@
+"""Fleet playbook benchmarks on the sandbox (see README "Performance"), measured side by side in one run.
+
+1. site.yml on N fresh nodes (simulated 8x A100, driver from the offline mirror), then again on the converged
+   nodes: wall time of each, tasks run and changed (goal: the second run changes nothing and takes <= 25% of
+   the first).
+2. playbooks/upgrade.yml: one host alone (--limit) vs the whole fleet in B batches, alternating, each followed by
+   an untimed rollback so every timed run does the same work; median wall times; ratio fleet / (B x one host)
+   (goal <= 1.2x).
+
+    .venv/bin/python benchmarks/fleet.py [--nodes 4] [--serial 2] [--rounds 3] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+FLEET = ROOT / "sandbox" / "fleet"
+MIRROR = ROOT / "sandbox" / "mirror"
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
+
+
+def sh(argv, **kw):
+    return subprocess.run([str(a) for a in argv], check=True, capture_output=True, text=True, **kw)
+
+
+def extra_vars(work):
+    """The sandbox inventory's variables with the mirror key's fingerprint resolved (the bench inventory lives in a
+    temporary directory, where the sandbox group_vars' relative lookup would not find the mirror)."""
+    data = yaml.safe_load((ROOT / "inventories/sandbox/group_vars/all.yml").read_text())
+    data["gpufleet_nvidia_repo_key"]["fingerprint"] = (ROOT / ".cache/mirror/www/keys/fingerprint").read_text().strip()
+    path = work / "vars.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def playbook(inventory, varfiles, playbook_path, *args):
+    """Run a playbook; return wall seconds and per-host recap {host: (ok, changed, failed, skipped)}."""
+    env = {
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(inventory.parent / "facts"),  # not the checkout's fact cache
+        "PATH": f"{BIN}:/usr/bin:/bin",
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    argv = [BIN / "ansible-playbook", "-i", inventory, playbook_path, *args]
+    for varfile in varfiles:
+        argv += ["-e", f"@{varfile}"]
+    started = time.monotonic()
+    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, check=False, env=env, cwd=ROOT)
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{playbook_path} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-2000:]}")
+    recap = {m[0]: (int(m[1]), int(m[2]), int(m[4]), int(m[5])) for m in RECAP.findall(proc.stdout)}
+    return wall, recap
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    p.add_argument("--nodes", type=int, default=4)
+    p.add_argument("--serial", type=int, default=2, help="hosts per batch of the fleet upgrade")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--keep", action="store_true", help="leave the benchmark nodes running")
+    args = p.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="gpufleet-bench-fleet-"))
+    inventory = work / "hosts.yml"
+    sh([MIRROR / "build"])
+    sh([MIRROR / "serve", "start"])
+    base = extra_vars(work)
+    target = ROOT / "sandbox" / "upgrade-target.yml"
+    site, upgrade = ROOT / "site.yml", ROOT / "playbooks" / "upgrade.yml"
+    cache = ["-e", f"gpufleet_report_dir={work}/report"]
+    try:
+        sh([FLEET, "down", "--fleet", "benchfleet", "--inventory", "none"])
+        sh(
+            [
+                FLEET,
+                "up",
+                args.nodes,
+                "--name-prefix",
+                "benchfleet",
+                "--fleet",
+                "benchfleet",
+                "--profile",
+                "a100-sxm4-40gb-x8-nvswitch",
+                "--no-driver",
+                "--inventory",
+                inventory,
+            ]
+        )
+        first, recap1 = playbook(inventory, [base], site, *cache)
+        second, recap2 = playbook(inventory, [base], site, *cache)
+        tasks1 = statistics.median(sum(v[:1] + v[2:]) for v in recap1.values())
+        tasks2 = statistics.median(v[0] + v[3] for v in recap2.values())
+        changed2 = sum(v[1] for v in recap2.values())
+        print(f"site.yml on {args.nodes} nodes (simulated 8x A100, offline mirror):")
+        print(
+            f"  first converge  {first:6.1f} s, {statistics.median(v[1] for v in recap1.values()):.0f} changed per host"
+        )
+        print(
+            f"  second run      {second:6.1f} s, {changed2} changed in all, {tasks2:.0f} tasks per host "
+            f"(first: {tasks1:.0f})"
+        )
+        print(f"  ratio second/first = {second / first:.2f}  (goal <= 0.25, 0 changed)")
+
+        batches = -(-args.nodes // args.serial)
+        one, fleet = [], []
+        rollback = ["-e", "gpufleet_upgrade_mode=rollback", "-e", "gpufleet_upgrade_serial=100%"]
+        for _round in range(args.rounds):
+            one.append(playbook(inventory, [base, target], upgrade, "--limit", "benchfleet-1", *cache)[0])
+            playbook(inventory, [base], upgrade, "--limit", "benchfleet-1", *rollback, *cache)
+            serial = ["-e", f"gpufleet_upgrade_serial={args.serial}"]
+            fleet.append(playbook(inventory, [base, target], upgrade, *serial, *cache)[0])
+            playbook(inventory, [base], upgrade, *rollback, *cache)
+        m_one, m_fleet = statistics.median(one), statistics.median(fleet)
+        print(f"upgrade.yml 570.133.20 -> 570.172.08, {args.rounds} rounds alternating (each followed by a rollback):")
+        print(f"  one host        median {m_one:6.1f} s  (all: {', '.join(f'{x:.1f}' for x in one)})")
+        print(
+            f"  {args.nodes} hosts, {batches} batches of {args.serial}  median {m_fleet:6.1f} s  "
+            f"(all: {', '.join(f'{x:.1f}' for x in fleet)})"
+        )
+        print(f"  ratio fleet / ({batches} x one host) = {m_fleet / (batches * m_one):.2f}  (goal <= 1.2)")
+    finally:
+        if not args.keep:
+            sh([FLEET, "down", "--fleet", "benchfleet", "--inventory", "none"])
+
+
+if __name__ == "__main__":
+    main()
