@@ -53,21 +53,27 @@ def test_ansible_doc_lists_the_installed_collection(installed):
     run([BIN / "ansible-doc", "-l", "gpufleet.stack"], env=installed["env"])
 
 
-def test_installed_site_playbook_runs(installed, tmp_path):
-    # The playbook shipped in the tarball, addressed by FQCN, against the controller itself.
-    proc = run(
-        [
-            BIN / "ansible-playbook",
-            "gpufleet.stack.site",
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-        ],
-        env=installed["env"],
-        cwd=tmp_path,
-    )
-    assert "localhost" in proc.stdout
+def installed_playbook(installed, tmp_path, name, *args):
+    """A playbook shipped in the tarball, addressed by FQCN, against the controller itself (local connection)."""
+    argv = [BIN / "ansible-playbook", f"gpufleet.stack.{name}", "-i", "localhost,", "-c", "local"]
+    argv += ["-e", f"ansible_python_interpreter={sys.executable}", "-e", f"gpufleet_report_dir={tmp_path}", *args]
+    return run(argv, env=installed["env"], cwd=tmp_path)
+
+
+def test_installed_site_playbook_resolves_and_preflights(installed, tmp_path):
+    # Only the preflight tag: the rest of site.yml installs the GPU stack, never on the machine running the tests.
+    # It proves the playbook and its tasks resolve from the installed collection and the matrix ships with it.
+    stack = {"gpufleet_stack": {"driver": "570.133.20", "cuda": "12.8", "cudnn": "9.8.0", "nccl": "2.26.2"}}
+    proc = installed_playbook(installed, tmp_path, "site", "--tags", "preflight", "-e", json.dumps(stack))
+    assert "Check gpufleet_stack against the compatibility matrix" in proc.stdout
     assert "failed=0" in proc.stdout
+    listed = installed_playbook(installed, tmp_path, "site", "--list-tasks").stdout
+    assert "NVIDIA driver and Fabric Manager" in listed and "Fail the hosts that do not match" in listed
+    assert "Roll the upgrade in batches" in installed_playbook(installed, tmp_path, "upgrade", "--list-tasks").stdout
+
+
+def test_installed_facts_playbook_runs(installed, tmp_path):
+    # Read-only: GPU and stack facts of the controller (no GPU here) and the report.
+    proc = installed_playbook(installed, tmp_path, "facts")
+    assert "failed=0" in proc.stdout
+    assert (tmp_path / "fleet-report.json").is_file()
