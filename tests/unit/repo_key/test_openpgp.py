@@ -44,7 +44,12 @@ def test_armored_and_binary_give_gpgs_fingerprint(mirror_keys, tmp_path):
 def test_subkeys_are_not_primary_keys(mirror_keys):
     tags = [tag for tag, _body in _openpgp.packets(mirror_keys["gpg"])]
     assert tags.count(_openpgp.PUBLIC_KEY) == 1
-    assert _openpgp.PUBLIC_SUBKEY in tags or len(tags) >= 2  # user id + signatures follow the key
+    assert len(tags) >= 2  # user id + signatures follow the key
+    # A subkey packet (tag 14, new format) appended to the key: still one primary fingerprint, the same one.
+    body = next(body for tag, body in _openpgp.packets(mirror_keys["gpg"]) if tag == _openpgp.PUBLIC_KEY)
+    with_subkey = mirror_keys["gpg"] + bytes([0xC0 | _openpgp.PUBLIC_SUBKEY, len(body)]) + body
+    assert _openpgp.PUBLIC_SUBKEY in [tag for tag, _body in _openpgp.packets(with_subkey)]
+    assert _openpgp.primary_fingerprints(with_subkey)[1] == [mirror_keys["fingerprint"]]
 
 
 def test_two_keys_in_one_file_are_both_reported(mirror_keys, tmp_path):
