@@ -1,6 +1,8 @@
 """Shared pytest setup: import the collection from this checkout as ansible_collections.gpufleet.stack."""
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,3 +24,40 @@ def ansible_env(tmp_path):
         ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"),
         PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
     )
+
+
+@pytest.fixture
+def run_module(ansible_env):
+    """Run one module on localhost through the `ansible` CLI, as a user's ad-hoc command would:
+    run_module("gpufleet.stack.repo_key", {...}, "--check") gives (rc, the result as a dict); raw=True gives
+    (rc, the default callback's text, which is where --diff shows)."""
+
+    def run(module, args, *flags, raw=False):
+        proc = subprocess.run(
+            [
+                Path(sys.executable).parent / "ansible",
+                "localhost",
+                "-c",
+                "local",
+                "-i",
+                "localhost,",
+                *([] if raw else ["-o"]),  # the one-line callback prints no diff
+                "-e",
+                f"ansible_python_interpreter={sys.executable}",
+                "-m",
+                module,
+                "-a",
+                json.dumps(args),
+                *flags,
+            ],
+            env=ansible_env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        out = proc.stdout
+        if raw:
+            return proc.returncode, out
+        return proc.returncode, json.loads(out[out.index("{") :]) if "{" in out else {"msg": out + proc.stderr}
+
+    return run

@@ -1,42 +1,8 @@
 """gpufleet.stack.config_files run by Ansible on localhost: writes what differs, one run for many files, check and
 diff modes, modes, refusals."""
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 
-
-def run(ansible_env, args, *flags, raw=False):
-    proc = subprocess.run(
-        [
-            Path(sys.executable).parent / "ansible",
-            "localhost",
-            "-c",
-            "local",
-            "-i",
-            "localhost,",
-            *([] if raw else ["-o"]),  # the one-line callback prints no diff
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-            "-m",
-            "gpufleet.stack.config_files",
-            "-a",
-            json.dumps(args),
-            *flags,
-        ],
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    out = proc.stdout
-    if raw:
-        return proc.returncode, out
-    return proc.returncode, json.loads(out[out.index("{") :]) if "{" in out else {"msg": out + proc.stderr}
-
-
-def test_writes_only_the_files_that_differ(ansible_env, tmp_path):
+def test_writes_only_the_files_that_differ(run_module, tmp_path):
     tmp_path = tmp_path / "etc"
     tmp_path.mkdir()
     same, other, new = tmp_path / "same.conf", tmp_path / "other.conf", tmp_path / "d" / "sub" / "new.conf"
@@ -46,7 +12,7 @@ def test_writes_only_the_files_that_differ(ansible_env, tmp_path):
     other.chmod(0o644)
     before = same.stat().st_mtime_ns
     args = {"files": {str(same): "a=1\n", str(other): "b=2\n", str(new): "c=3\n"}}
-    rc, result = run(ansible_env, args)
+    rc, result = run_module("gpufleet.stack.config_files", args)
     assert rc == 0, result
     assert result["changed"] and result["changed_files"] == [str(other), str(new)]
     assert [r["created"] for r in result["files"]] == [False, False, True]
@@ -54,31 +20,33 @@ def test_writes_only_the_files_that_differ(ansible_env, tmp_path):
     assert same.stat().st_mtime_ns == before  # an equal file is not rewritten
     assert oct(new.stat().st_mode & 0o777) == "0o644" and oct(new.parent.stat().st_mode & 0o777) == "0o755"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "other.conf", "same.conf"]  # no temporary files left
-    rc, result = run(ansible_env, args)
+    rc, result = run_module("gpufleet.stack.config_files", args)
     assert (rc, result["changed"], result["changed_files"]) == (0, False, [])
 
 
-def test_a_mode_difference_alone_is_a_change(ansible_env, tmp_path):
+def test_a_mode_difference_alone_is_a_change(run_module, tmp_path):
     path = tmp_path / "x.sh"
     path.write_text("true\n")
     path.chmod(0o600)
-    rc, result = run(ansible_env, {"files": {str(path): "true\n"}, "mode": "0755"})
+    rc, result = run_module("gpufleet.stack.config_files", {"files": {str(path): "true\n"}, "mode": "0755"})
     assert (rc, result["changed"]) == (0, True)
     assert oct(path.stat().st_mode & 0o777) == "0o755" and path.read_text() == "true\n"
 
 
-def test_check_mode_predicts_and_diff_shows_the_text(ansible_env, tmp_path):
+def test_check_mode_predicts_and_diff_shows_the_text(run_module, tmp_path):
     path = tmp_path / "nccl.conf"
     path.write_text("NCCL_DEBUG=INFO\n")
-    rc, out = run(ansible_env, {"files": {str(path): "NCCL_DEBUG=WARN\n"}}, "--check", "--diff", raw=True)
+    rc, out = run_module(
+        "gpufleet.stack.config_files", {"files": {str(path): "NCCL_DEBUG=WARN\n"}}, "--check", "--diff", raw=True
+    )
     assert rc == 0 and "CHANGED" in out
     assert path.read_text() == "NCCL_DEBUG=INFO\n"  # check mode wrote nothing
     # The default callback prints the diff.
     assert f"--- before: {path}" in out and "-NCCL_DEBUG=INFO" in out and "+NCCL_DEBUG=WARN" in out
 
 
-def test_bad_input_is_refused_with_the_fix(ansible_env, tmp_path):
-    rc, result = run(ansible_env, {"files": {"etc/nccl.conf": "x\n"}})
+def test_bad_input_is_refused_with_the_fix(run_module, tmp_path):
+    rc, result = run_module("gpufleet.stack.config_files", {"files": {"etc/nccl.conf": "x\n"}})
     assert rc != 0 and "'etc/nccl.conf'" in result["msg"] and "absolute path" in result["msg"]
-    rc, result = run(ansible_env, {"files": {str(tmp_path / "a"): "x\n"}, "mode": "rw-r--r--"})
+    rc, result = run_module("gpufleet.stack.config_files", {"files": {str(tmp_path / "a"): "x\n"}, "mode": "rw-r--r--"})
     assert rc != 0 and "not an octal mode" in result["msg"] and not (tmp_path / "a").exists()
