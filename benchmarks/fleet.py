@@ -5,9 +5,12 @@
    the first).
 2. playbooks/upgrade.yml: one host alone (--limit) vs the whole fleet in B batches, alternating, each followed by
    an untimed rollback so every timed run does the same work; median wall times; ratio fleet / (B x one host)
-   (goal <= 1.2x).
+   (goal <= 1.2x). --no-upgrade skips it.
+3. With --compare-ref REF (a commit, e.g. HEAD~3): site.yml on the converged nodes from a checkout of REF and from
+   this one, alternating, so a change's effect on the converged run is measured side by side.
 
-    .venv/bin/python benchmarks/fleet.py [--nodes 4] [--serial 2] [--rounds 3] [--keep]
+    .venv/bin/python benchmarks/fleet.py [--nodes 4] [--serial 2] [--rounds 3] [--no-upgrade]
+                                         [--compare-ref REF] [--keep]
 """
 
 from __future__ import annotations
@@ -44,10 +47,11 @@ def extra_vars(work):
     return path
 
 
-def playbook(inventory, varfiles, playbook_path, *args):
-    """Run a playbook; return wall seconds and per-host recap {host: (ok, changed, failed, skipped)}."""
+def playbook(inventory, varfiles, playbook_path, *args, root=ROOT):
+    """Run a playbook of the checkout at root; return wall seconds and per-host recap
+    {host: (ok, changed, failed, skipped)}."""
     env = {
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_CONFIG": str(root / "ansible.cfg"),
         "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(inventory.parent / "facts"),  # not the checkout's fact cache
         "PATH": f"{BIN}:/usr/bin:/bin",
         "ANSIBLE_NOCOLOR": "1",
@@ -56,7 +60,7 @@ def playbook(inventory, varfiles, playbook_path, *args):
     for varfile in varfiles:
         argv += ["-e", f"@{varfile}"]
     started = time.monotonic()
-    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, check=False, env=env, cwd=ROOT)
+    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, check=False, env=env, cwd=root)
     wall = time.monotonic() - started
     if proc.returncode != 0:
         raise SystemExit(f"{playbook_path} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-2000:]}")
@@ -64,11 +68,74 @@ def playbook(inventory, varfiles, playbook_path, *args):
     return wall, recap
 
 
+def site_bench(inventory, base, cache, nodes):
+    site = ROOT / "site.yml"
+    first, recap1 = playbook(inventory, [base], site, *cache)
+    second, recap2 = playbook(inventory, [base], site, *cache)
+    tasks1 = statistics.median(sum(v[:1] + v[2:]) for v in recap1.values())
+    tasks2 = statistics.median(v[0] + v[3] for v in recap2.values())
+    changed2 = sum(v[1] for v in recap2.values())
+    print(f"site.yml on {nodes} nodes (simulated 8x A100, offline mirror):")
+    print(f"  first converge  {first:6.1f} s, {statistics.median(v[1] for v in recap1.values()):.0f} changed per host")
+    print(
+        f"  second run      {second:6.1f} s, {changed2} changed in all, {tasks2:.0f} tasks per host "
+        f"(first: {tasks1:.0f})"
+    )
+    print(f"  ratio second/first = {second / first:.2f}  (goal <= 0.25, 0 changed)", flush=True)
+
+
+def compare_bench(inventory, base, cache, ref, rounds):
+    """site.yml on converged nodes from a checkout of ref and from this one, alternating."""
+    other = Path(tempfile.mkdtemp(prefix="gpufleet-bench-ref-")) / "checkout"
+    sh(["git", "-C", ROOT, "worktree", "add", "--detach", other, ref])
+    try:
+        site = "site.yml"
+        times = {ref: [], "this checkout": []}
+        for _round in range(rounds):
+            for name, root in ((ref, other), ("this checkout", ROOT)):
+                wall, recap = playbook(inventory, [base], root / site, *cache, root=root)
+                times[name].append(wall)
+                changed = sum(v[1] for v in recap.values())
+                tasks = statistics.median(v[0] + v[3] for v in recap.values())
+                print(f"  {name:>14}: {wall:6.1f} s, {changed} changed, {tasks:.0f} tasks per host", flush=True)
+        m_ref, m_this = statistics.median(times[ref]), statistics.median(times["this checkout"])
+        print(
+            f"converged site.yml, {rounds} rounds alternating: {ref} median {m_ref:.1f} s, this checkout {m_this:.1f} s"
+        )
+        print(f"  ratio this / {ref} = {m_this / m_ref:.2f}", flush=True)
+    finally:
+        sh(["git", "-C", ROOT, "worktree", "remove", "--force", other])
+
+
+def upgrade_bench(inventory, base, cache, args):
+    upgrade = ROOT / "playbooks" / "upgrade.yml"
+    target = ROOT / "sandbox" / "upgrade-target.yml"
+    nodes, serial, rounds = args.nodes, args.serial, args.rounds
+    batches = -(-nodes // serial)
+    one, fleet = [], []
+    rollback = ["-e", "gpufleet_upgrade_mode=rollback", "-e", "gpufleet_upgrade_serial=100%"]
+    for _round in range(rounds):
+        one.append(playbook(inventory, [base, target], upgrade, "--limit", "benchfleet-1", *cache)[0])
+        playbook(inventory, [base], upgrade, "--limit", "benchfleet-1", *rollback, *cache)
+        fleet.append(playbook(inventory, [base, target], upgrade, "-e", f"gpufleet_upgrade_serial={serial}", *cache)[0])
+        playbook(inventory, [base], upgrade, *rollback, *cache)
+    m_one, m_fleet = statistics.median(one), statistics.median(fleet)
+    print(f"upgrade.yml 570.133.20 -> 570.172.08, {rounds} rounds alternating (each followed by a rollback):")
+    print(f"  one host        median {m_one:6.1f} s  (all: {', '.join(f'{x:.1f}' for x in one)})")
+    print(
+        f"  {nodes} hosts, {batches} batches of {serial}  median {m_fleet:6.1f} s  "
+        f"(all: {', '.join(f'{x:.1f}' for x in fleet)})"
+    )
+    print(f"  ratio fleet / ({batches} x one host) = {m_fleet / (batches * m_one):.2f}  (goal <= 1.2)", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     p.add_argument("--nodes", type=int, default=4)
     p.add_argument("--serial", type=int, default=2, help="hosts per batch of the fleet upgrade")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--no-upgrade", action="store_true", help="skip the rolling upgrade measurement")
+    p.add_argument("--compare-ref", metavar="REF", help="also time converged site.yml runs of this commit vs REF")
     p.add_argument("--keep", action="store_true", help="leave the benchmark nodes running")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gpufleet-bench-fleet-"))
@@ -76,9 +143,8 @@ def main():
     sh([MIRROR / "build"])
     sh([MIRROR / "serve", "start"])
     base = extra_vars(work)
-    target = ROOT / "sandbox" / "upgrade-target.yml"
-    site, upgrade = ROOT / "site.yml", ROOT / "playbooks" / "upgrade.yml"
     cache = ["-e", f"gpufleet_report_dir={work}/report"]
+    profile = ["--profile", "a100-sxm4-40gb-x8-nvswitch", "--no-driver"]
     try:
         sh([FLEET, "down", "--fleet", "benchfleet", "--inventory", "none"])
         sh(
@@ -90,45 +156,16 @@ def main():
                 "benchfleet",
                 "--fleet",
                 "benchfleet",
-                "--profile",
-                "a100-sxm4-40gb-x8-nvswitch",
-                "--no-driver",
+                *profile,
                 "--inventory",
                 inventory,
             ]
         )
-        first, recap1 = playbook(inventory, [base], site, *cache)
-        second, recap2 = playbook(inventory, [base], site, *cache)
-        tasks1 = statistics.median(sum(v[:1] + v[2:]) for v in recap1.values())
-        tasks2 = statistics.median(v[0] + v[3] for v in recap2.values())
-        changed2 = sum(v[1] for v in recap2.values())
-        print(f"site.yml on {args.nodes} nodes (simulated 8x A100, offline mirror):")
-        print(
-            f"  first converge  {first:6.1f} s, {statistics.median(v[1] for v in recap1.values()):.0f} changed per host"
-        )
-        print(
-            f"  second run      {second:6.1f} s, {changed2} changed in all, {tasks2:.0f} tasks per host "
-            f"(first: {tasks1:.0f})"
-        )
-        print(f"  ratio second/first = {second / first:.2f}  (goal <= 0.25, 0 changed)")
-
-        batches = -(-args.nodes // args.serial)
-        one, fleet = [], []
-        rollback = ["-e", "gpufleet_upgrade_mode=rollback", "-e", "gpufleet_upgrade_serial=100%"]
-        for _round in range(args.rounds):
-            one.append(playbook(inventory, [base, target], upgrade, "--limit", "benchfleet-1", *cache)[0])
-            playbook(inventory, [base], upgrade, "--limit", "benchfleet-1", *rollback, *cache)
-            serial = ["-e", f"gpufleet_upgrade_serial={args.serial}"]
-            fleet.append(playbook(inventory, [base, target], upgrade, *serial, *cache)[0])
-            playbook(inventory, [base], upgrade, *rollback, *cache)
-        m_one, m_fleet = statistics.median(one), statistics.median(fleet)
-        print(f"upgrade.yml 570.133.20 -> 570.172.08, {args.rounds} rounds alternating (each followed by a rollback):")
-        print(f"  one host        median {m_one:6.1f} s  (all: {', '.join(f'{x:.1f}' for x in one)})")
-        print(
-            f"  {args.nodes} hosts, {batches} batches of {args.serial}  median {m_fleet:6.1f} s  "
-            f"(all: {', '.join(f'{x:.1f}' for x in fleet)})"
-        )
-        print(f"  ratio fleet / ({batches} x one host) = {m_fleet / (batches * m_one):.2f}  (goal <= 1.2)")
+        site_bench(inventory, base, cache, args.nodes)
+        if args.compare_ref:
+            compare_bench(inventory, base, cache, args.compare_ref, args.rounds)
+        if not args.no_upgrade:
+            upgrade_bench(inventory, base, cache, args)
     finally:
         if not args.keep:
             sh([FLEET, "down", "--fleet", "benchfleet", "--inventory", "none"])
