@@ -2,7 +2,7 @@
 
 Runs after converge (site.yml at driver 570.133.20) and idempotence. The tests run in file order, each starting
 from the state the previous one left: upgrade the fleet, inject a failing package on one node, fix it and
-converge, refuse a busy GPU, roll one node back.
+converge, refuse a busy GPU, roll one node back, and let site.yml's verification name the node that differs.
 """
 
 import json
@@ -36,10 +36,10 @@ def node(name, script, check=True):
     return sh("docker", "exec", name, "bash", "-c", script, check=check).stdout
 
 
-def upgrade(tmp_path, driver, *extra, host_drivers=None):
-    """playbooks/upgrade.yml against the Molecule inventory, with the target stack as host variables of a second
-    inventory source (host variables of an inventory file outrank Molecule's group_vars/all; group variables there
-    would not)."""
+def upgrade(tmp_path, driver, *extra, host_drivers=None, playbook="playbooks/upgrade.yml"):
+    """playbooks/upgrade.yml (or another playbook) against the Molecule inventory, with the target stack as host
+    variables of a second inventory source (host variables of an inventory file outrank Molecule's group_vars/all;
+    group variables there would not)."""
     drivers = {name: (host_drivers or {}).get(name, driver) for name in NODES}
     overlay = {"all": {"hosts": {h: {"gpufleet_stack": dict(BASE, driver=d)} for h, d in drivers.items()}}}
     path = tmp_path / "target.yml"
@@ -50,7 +50,7 @@ def upgrade(tmp_path, driver, *extra, host_drivers=None):
         INVENTORY,
         "-i",
         path,
-        ROOT / "playbooks" / "upgrade.yml",
+        ROOT / playbook,
         "-e",
         "gpufleet_hosts=gpu",
         "-e",
@@ -190,3 +190,20 @@ def test_rollback_returns_a_node_to_its_recorded_stack(tmp_path):
     assert proc.returncode == 0, proc.stdout[-6000:]
     assert_at("fleet-gpu-4", "570.172.08")  # back to what it had before its last upgrade
     assert slurm_node("fleet-gpu-4") == ("IDLE", "")
+
+
+def test_site_names_a_host_that_fails_verification(tmp_path):
+    """site.yml's verification alone (--tags verify) on the fleet as the rollback left it: fleet-gpu-4 has 570.172.08
+    while every node should have 570.133.20. That host fails, named with the reason in the output and the report;
+    the others pass; nothing is installed."""
+    proc = upgrade(tmp_path, "570.133.20", "--tags", "verify", playbook="site.yml")
+    assert proc.returncode != 0
+    out = " ".join((proc.stdout + proc.stderr).split())
+    reason = "desired driver 570.133.20, host has 570.172.08"
+    assert "fleet-gpu-4 failed verification:" in out and reason in out, out[-6000:]
+    for name in NODES[:3]:
+        assert f"{name} failed verification" not in out
+    rows = json.loads((tmp_path / "report" / "fleet-report.json").read_text())["rows"]
+    failed = {r["host"]: d for r in rows for d in r["drift"] if d.startswith("verification failed:")}
+    assert list(failed) == ["fleet-gpu-4"] and reason in failed["fleet-gpu-4"], failed
+    assert_at("fleet-gpu-4", "570.172.08")  # verification changed nothing
