@@ -29,6 +29,12 @@ options:
     description: File mode of every file, as an octal string. Files that need different modes take separate tasks.
     type: str
     default: "0644"
+  owner:
+    description: Owner of every file (name or uid); unset leaves the owner as it is (a new file gets the user's).
+    type: str
+  group:
+    description: Group of every file (name or gid); unset leaves the group as it is.
+    type: str
 extends_documentation_fragment:
   - gpufleet.stack.attributes
 attributes:
@@ -106,6 +112,8 @@ def main():
         argument_spec={
             "files": {"type": "dict", "required": True},
             "mode": {"type": "str", "default": "0644"},
+            "owner": {"type": "str"},
+            "group": {"type": "str"},
         },
         supports_check_mode=True,
     )
@@ -123,14 +131,16 @@ def main():
         data = content.encode()
         current, current_mode = read(dest)
         changed = current != data or current_mode != mode
-        results.append({"dest": dest, "changed": changed, "created": current is None})
-        if not changed:
-            continue
-        if module._diff:
+        if changed and module._diff:
             before = "" if current is None else current.decode(errors="replace")
             diffs.append({"before_header": dest, "after_header": dest, "before": before, "after": content})
-        if not module.check_mode:
+        if changed and not module.check_mode:
             write(module, dest, data, mode)
+        # Owner and group after the write (a new file is the user's); in check mode these only report.
+        if current is not None or not module.check_mode:
+            changed = module.set_owner_if_different(dest, module.params["owner"], changed)
+            changed = module.set_group_if_different(dest, module.params["group"], changed)
+        results.append({"dest": dest, "changed": changed, "created": current is None})
     changed_files = [r["dest"] for r in results if r["changed"]]
     module.exit_json(changed=bool(changed_files), files=results, changed_files=changed_files, diff=diffs)
 

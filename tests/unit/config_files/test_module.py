@@ -1,5 +1,7 @@
 """gpufleet.stack.config_files run by Ansible on localhost: writes what differs, one run for many files, check and
-diff modes, modes, refusals."""
+diff modes, modes, owner and group, refusals."""
+
+import os
 
 
 def test_writes_only_the_files_that_differ(run_module, tmp_path):
@@ -50,3 +52,20 @@ def test_bad_input_is_refused_with_the_fix(run_module, tmp_path):
     assert rc != 0 and "'etc/nccl.conf'" in result["msg"] and "absolute path" in result["msg"]
     rc, result = run_module("gpufleet.stack.config_files", {"files": {str(tmp_path / "a"): "x\n"}, "mode": "rw-r--r--"})
     assert rc != 0 and "not an octal mode" in result["msg"] and not (tmp_path / "a").exists()
+
+
+def test_owner_and_group_are_set_when_given_and_left_alone_otherwise(run_module, tmp_path):
+    path = tmp_path / "nccl.conf"
+    path.write_text("NCCL_DEBUG=WARN\n")
+    path.chmod(0o644)
+    os.chown(path, 65534, 65534)  # nobody:nogroup, as if someone had changed it
+    rc, result = run_module("gpufleet.stack.config_files", {"files": {str(path): "NCCL_DEBUG=WARN\n"}})
+    assert (rc, result["changed"], path.stat().st_uid) == (0, False, 65534)  # no owner asked for: left alone
+    args = {"files": {str(path): "NCCL_DEBUG=WARN\n"}, "owner": "root", "group": "root"}
+    rc, result = run_module("gpufleet.stack.config_files", args, "--check")
+    assert (rc, result["changed"], path.stat().st_uid) == (0, True, 65534)  # predicted, not done
+    rc, result = run_module("gpufleet.stack.config_files", args)
+    assert (rc, result["changed"], result["changed_files"]) == (0, True, [str(path)])
+    assert (path.stat().st_uid, path.stat().st_gid) == (0, 0)
+    rc, result = run_module("gpufleet.stack.config_files", args)
+    assert (rc, result["changed"]) == (0, False)
