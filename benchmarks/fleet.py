@@ -68,13 +68,17 @@ def playbook(inventory, varfiles, playbook_path, *args, root=ROOT):
     return wall, recap
 
 
+def totals(recap):
+    """(changed in all, median tasks run or skipped per host) of a run's recap."""
+    return sum(v[1] for v in recap.values()), statistics.median(v[0] + v[3] for v in recap.values())
+
+
 def site_bench(inventory, base, cache, nodes):
     site = ROOT / "site.yml"
     first, recap1 = playbook(inventory, [base], site, *cache)
     second, recap2 = playbook(inventory, [base], site, *cache)
     tasks1 = statistics.median(sum(v[:1] + v[2:]) for v in recap1.values())
-    tasks2 = statistics.median(v[0] + v[3] for v in recap2.values())
-    changed2 = sum(v[1] for v in recap2.values())
+    changed2, tasks2 = totals(recap2)
     print(f"site.yml on {nodes} nodes (simulated 8x A100, offline mirror):")
     print(f"  first converge  {first:6.1f} s, {statistics.median(v[1] for v in recap1.values()):.0f} changed per host")
     print(
@@ -89,14 +93,12 @@ def compare_bench(inventory, base, cache, ref, rounds):
     other = Path(tempfile.mkdtemp(prefix="gpufleet-bench-ref-")) / "checkout"
     sh(["git", "-C", ROOT, "worktree", "add", "--detach", other, ref])
     try:
-        site = "site.yml"
         times = {ref: [], "this checkout": []}
         for _round in range(rounds):
             for name, root in ((ref, other), ("this checkout", ROOT)):
-                wall, recap = playbook(inventory, [base], root / site, *cache, root=root)
+                wall, recap = playbook(inventory, [base], root / "site.yml", *cache, root=root)
                 times[name].append(wall)
-                changed = sum(v[1] for v in recap.values())
-                tasks = statistics.median(v[0] + v[3] for v in recap.values())
+                changed, tasks = totals(recap)
                 print(f"  {name:>14}: {wall:6.1f} s, {changed} changed, {tasks:.0f} tasks per host", flush=True)
         m_ref, m_this = statistics.median(times[ref]), statistics.median(times["this checkout"])
         print(
