@@ -37,3 +37,19 @@ def test_argument_specs_match_defaults(role):
         assert option["default"] == defaults[name], f"{role.name}: {name} default differs from defaults/main.yml"
         if "choices" in option:
             assert defaults[name] in option["choices"], f"{role.name}: {name} default not in its choices"
+
+
+# What each role's preflight accepts (its os_family assert, or the OS data it has): meta/main.yml must not claim more.
+PREFLIGHT_PLATFORMS = {"nvidia_repo": {"Debian", "Ubuntu", "EL"}}
+
+
+@pytest.mark.parametrize("role", sorted((ROOT / "roles").glob("*")), ids=lambda p: p.name)
+def test_meta_claims_what_preflight_accepts_and_runtime_allows(role):
+    info = _load(role / "meta" / "main.yml")["galaxy_info"]
+    runtime = _load(ROOT / "meta" / "runtime.yml")["requires_ansible"]
+    assert runtime == f">={info['min_ansible_version']}.0", (
+        f"{role.name}: min_ansible_version {info['min_ansible_version']} but meta/runtime.yml says {runtime}"
+    )
+    claimed = {p["name"] for p in info["platforms"]}
+    accepted = PREFLIGHT_PLATFORMS.get(role.name, {"Debian", "Ubuntu"})
+    assert claimed <= accepted, f"{role.name}: meta claims {sorted(claimed - accepted)}, which its preflight refuses"
