@@ -1,0 +1,75 @@
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which packages make a driver install in NVIDIA's Debian repositories, for a branch, flavour and scope: the set
+the nvidia_driver role hands to the nvidia_packages engine. Pure; the naming rules and their sources are in
+sandbox/mirror/README.md ("Evidence").
+"""
+
+from __future__ import annotations
+
+# Every source package of NVIDIA's driver set. The pin and the holds select by source, so parts that arrive through
+# dependencies (firmware-nvidia-gsp, libnvidia-ptxjitcompiler1, nvidia-kernel-support ...) are pinned and held too.
+# Never a wildcard such as src:*nvidia*: that would also pin, and exclude from Debian, Debian's own contrib helpers
+# the driver depends on (nvidia-support, nvidia-kernel-common, nvidia-installer-cleanup).
+SOURCES = [
+    "src:nvidia-graphics-drivers",
+    "src:nvidia-open-gpu-kernel-modules",
+    "src:nvidia-open",
+    "src:cuda-drivers",
+    "src:nvidia-persistenced",
+    "src:nvidia-modprobe",
+    "src:nvidia-settings",
+    "src:nvidia-xconfig",
+]
+FABRIC_SOURCES = ["src:fabricmanager", "src:libnvidia-nscq", "src:libnvsdm", "src:nvidia-imex"]
+KERNEL = {"open": "nvidia-kernel-open-dkms", "proprietary": "nvidia-kernel-dkms"}
+META = {"open": "nvidia-open", "proprietary": "cuda-drivers"}
+# Fabric Manager and companions lost their branch suffix with 580 (NVIDIA/gpu-driver-container, "add driver
+# 580.65.06"); libnvsdm exists from 570, nvidia-imex from 550.
+UNSUFFIXED_FROM = 580
+
+
+def fabric_packages(branch, imex=False):
+    suffix = "" if branch >= UNSUFFIXED_FROM else f"-{branch}"
+    names = ["nvidia-fabricmanager", "libnvidia-nscq"] + (["libnvsdm"] if branch >= 570 else [])
+    names += ["nvidia-imex"] if imex and branch >= 550 else []
+    return [n + suffix for n in names]
+
+
+def driver_set(version, flavor="open", scope="compute", fabricmanager=False, imex=False):
+    """{"branch", "packages", "reference", "pin", "members", "remove"} for nvidia_packages.
+
+    scope: "compute" installs NVIDIA's compute-only set (nvidia-driver-cuda and the kernel module: no X server, no
+    GL stack), "full" adds the desktop metapackages (nvidia-open-<B> / cuda-drivers-<B>).
+    Removed in the same transaction: the other flavour's kernel module and metapackages, another branch's
+    metapackages, Fabric Manager and companions that are not wanted or of another branch, and NVIDIA's
+    nvidia-driver-pinning-* packages (their pin file would fight the one this collection writes).
+    """
+    branch = int(str(version).split(".")[0])
+    other = "proprietary" if flavor == "open" else "open"
+    packages = ["nvidia-driver-cuda", KERNEL[flavor]]
+    if scope == "full":
+        packages += [META[flavor], f"{META[flavor]}-{branch}"]
+    fabric = fabric_packages(branch, imex) if fabricmanager else []
+    packages += fabric
+    stems = ["nvidia-fabricmanager", "nvidia-fabricmanager-dev", "libnvidia-nscq", "libnvsdm", "nvidia-imex"]
+    remove = [
+        KERNEL[other],
+        META[other],
+        f"{META[other]}-[0-9]*",
+        "nvidia-driver-pinning-*",
+        "cuda-drivers-fabricmanager*",
+    ]
+    remove += [f"{META[flavor]}-[0-9]*"] if scope == "full" else []
+    remove += [s for stem in stems for s in (stem, f"{stem}-[0-9]*")]
+    members = SOURCES + FABRIC_SOURCES
+    return {
+        "branch": str(branch),
+        "packages": packages,
+        "reference": "nvidia-driver-cuda",
+        "pin": members,
+        "members": members,
+        # The engine never removes a package it installs, so the wanted metapackage and Fabric Manager stay.
+        "remove": remove,
+        "fabric": fabric,
+    }

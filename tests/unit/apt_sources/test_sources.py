@@ -1,0 +1,43 @@
+"""Finding and disabling other definitions of a repository (module_utils/_apt_sources.py).
+
+The texts are as NVIDIA's installers write them: cuda-keyring's list file, the Container Toolkit guide's list
+file, and the collection's own deb822 file.
+"""
+
+from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_sources as src
+
+CUDA = "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
+KEYRING_LIST = f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {CUDA} /\n"
+CTK_LIST = (
+    "deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] "
+    "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /\n"
+)
+OURS = f"# Ansible managed\nTypes: deb\nURIs: {CUDA}\nSuites: /\nSigned-By: /usr/share/keyrings/gpufleet-nvidia-cuda.gpg\n"
+
+
+def test_finds_the_same_uri_in_both_formats_with_or_without_the_slash():
+    files = {
+        "/etc/apt/sources.list.d/cuda-debian12-x86_64.list": KEYRING_LIST,
+        "/etc/apt/sources.list.d/other.sources": OURS.replace(CUDA, CUDA.rstrip("/")),
+        "/etc/apt/sources.list.d/nvidia-container-toolkit.list": CTK_LIST,
+        "/etc/apt/sources.list": "deb http://deb.debian.org/debian bookworm main contrib\n",
+    }
+    found = src.find(files, CUDA)
+    assert [(f["path"], f["format"], f["signed_by"]) for f in found] == [
+        ("/etc/apt/sources.list.d/cuda-debian12-x86_64.list", "list", "/usr/share/keyrings/cuda-archive-keyring.gpg"),
+        ("/etc/apt/sources.list.d/other.sources", "deb822", "/usr/share/keyrings/gpufleet-nvidia-cuda.gpg"),
+    ]
+
+
+def test_disabled_definitions_are_no_longer_found_and_say_why():
+    files = {"/a.list": "deb http://deb.debian.org/debian bookworm main\n" + KEYRING_LIST, "/b.sources": OURS}
+    for path, text in files.items():
+        files[path] = src.disable(text, src.find({path: text}, CUDA))
+    assert src.find(files, CUDA) == []
+    assert "deb http://deb.debian.org/debian bookworm main" in files["/a.list"].splitlines()
+    assert "# Disabled by gpufleet.stack" in files["/a.list"] and "Enabled: no" in files["/b.sources"]
+
+
+def test_a_disabled_deb822_stanza_is_not_a_definition():
+    assert src.find({"/x.sources": OURS + "Enabled: no\n"}, CUDA) == []
+    assert len(src.find({"/x.sources": OURS + "\n" + OURS}, CUDA)) == 2
