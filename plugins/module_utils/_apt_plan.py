@@ -155,7 +155,8 @@ def request_kind(request):
 
 def matches(request, version, suffix=""):
     """True when the Debian `version` is what `request` asks for: the same package version, or an upstream equal
-    to the request or extending it on a dot boundary, or any version for "*" ("570" matches 570.133.20-1, not 5700.1-1; "9.8.0" matches
+    to the request or extending it on a dot boundary, or any version for "*"
+    ("570" matches 570.133.20-1, not 5700.1-1; "9.8.0" matches
     9.8.0.87-1). `suffix`, when given, must end the revision ("+cuda12.8" for NCCL's builds)."""
     if suffix and not split_version(version)[2].endswith(suffix):
         return False
@@ -283,16 +284,21 @@ def incomplete(installed, names):
     ]
 
 
+PRIORITY = 1001
+
+
 def pin_text(title, selectors, pin_version, exclude_origins=()):
-    """The apt preferences file for a set: its selectors at pin_version with priority 1000 (above every
-    repository's 500 and the installed 100, so it is also the candidate for a downgrade), and the same packages
+    """The apt preferences file for a set: its selectors at pin_version with priority 1001 (above every
+    repository's 500 and the installed 100, so it is also the candidate for a downgrade; and above the 1000 of
+    NVIDIA's nvidia-driver-pinning-* file, which stays in force during the transaction that removes its package: at
+    equal priority the newer branch would win), and the same packages
     from each of exclude_origins at -1 (never installed: Debian 13 ships its own nvidia-persistenced 550.163.01-1,
     the same version string as NVIDIA's, which would pull in Debian's driver parts)."""
     package = " ".join(selectors)
     lines = [f"# {title}", "# Managed by gpufleet.stack (nvidia_packages): a change of version is made there.", ""]
     for origin in exclude_origins:
         lines += [f"Package: {package}", f"Pin: release o={origin}", "Pin-Priority: -1", ""]
-    lines += [f"Package: {package}", f"Pin: version {pin_version}", "Pin-Priority: 1000"]
+    lines += [f"Package: {package}", f"Pin: version {pin_version}", f"Pin-Priority: {PRIORITY}"]
     return "\n".join(lines) + "\n"
 
 

@@ -329,7 +329,9 @@ def main():
             ]  # fmt: skip
             rc, out, err = module.run_command(argv, environ_update=APT_ENV)
             if rc != 0:
-                fail_after_transaction(module, out + err, scope + decided["remove"], result)
+                # Re-held after a failure: the set, and what was held among the packages it was to remove.
+                held_before = [n for n in decided["remove"] if installed[n]["held"]]
+                fail_after_transaction(module, out + err, scope + held_before, result)
     after = read_dpkg(module) if changed and not module.check_mode else installed
     if module.check_mode:
         result["held"] = ap.to_hold(installed, p["packages"], p["members"])

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 
+import driver_graph
+
 DESC = "synthetic test fixture from gpufleet.stack sandbox/mirror (not NVIDIA software)"
 LIB = "/usr/lib/x86_64-linux-gnu"
 
-# Driver branches: real release numbers; the highest CUDA each branch supports (cuDriverGetVersion / NVML).
+# Driver versions: real release numbers; the highest CUDA each branch supports (cuDriverGetVersion / NVML).
+# 580.95.05 and 580.105.08 are in NVIDIA's repositories (580.105.08-1: debian12, in a forum post's apt output).
 DRIVERS = {
     "550.54.15": 12040,
     "550.127.08": 12040,
@@ -21,17 +24,25 @@ DRIVERS = {
     "570.124.06": 12080,
     "570.133.20": 12080,
     "570.172.08": 12080,
+    "580.95.05": 13000,
+    "580.105.08": 13000,
 }
 # Its kernel-module postinst fails like a DKMS build error: for failure-injection tests. Lower than every good
 # 570 version so "install the newest 570" never picks it; only an exact pin does.
 BROKEN_DRIVER = "570.86.15"
 DRIVERS[BROKEN_DRIVER] = 12080
+# The pinning packages exist for newer branches only (NVIDIA lists nvidia-driver-pinning-570/-575/-580...).
+PINNING_FROM_BRANCH = 570
+DISTS = ("debian12", "debian13")
+# cuda-keyring points at the repository it came from; the mirror's at the URL `serve` uses by default.
+DEFAULT_URL = "http://127.0.0.1:8790"
 
 # CUDA toolkits: (full version, nvcc, cudart, nvcc build line date, compiler build id) from NVIDIA's release files.
 TOOLKITS = {
     "12.4": ("12.4.1", "12.4.131", "12.4.127", "Thu_Mar_28_02:18:24_PDT_2024", "34097967_0", "2024"),
     "12.8": ("12.8.1", "12.8.93", "12.8.90", "Fri_Feb_21_20:23:50_PST_2025", "35583870_0", "2025"),
 }
+
 # cuDNN: (package, dev package, version, debian revision suffix)
 CUDNN = [
     ("libcudnn8", "libcudnn8-dev", "8.9.7.29", "-1+cuda12.2"),
@@ -46,6 +57,7 @@ CONTAINER_TOOLKIT = {
 
 
 def pkg(name, version, *, depends=(), files=None, links=None, postinst=None, prerm=None, repo="cuda", **extra):
+    extra = {k.replace("_", "-"): v for k, v in extra.items()}
     return {
         "name": name,
         "version": version,
@@ -63,7 +75,108 @@ def sh(body):
     return "#!/bin/sh\nset -e\n" + body.strip() + "\n"
 
 
-def driver_packages(ver):
+PERSIST_UNIT = (
+    "[Unit]\nDescription=NVIDIA Persistence Daemon\nWants=syslog.target\n\n"
+    "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced\n"
+    "ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced\n\n[Install]\nWantedBy=multi-user.target\n"
+)
+FM_UNIT = (
+    "[Unit]\nDescription=NVIDIA fabric manager service\nAfter=network-online.target\n\n"
+    "[Service]\nExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg\n"
+    "Type=forking\nTimeoutStartSec=240\n\n[Install]\nWantedBy=multi-user.target\n"
+)
+
+
+def from_stanza(fields, **contents):
+    """A catalog entry from a driver_graph stanza (control fields) and its contents (files, links, scripts)."""
+    extra = {k: v for k, v in fields.items() if k not in ("Package", "Version", "Depends", "Architecture")}
+    depends = [d.strip() for d in fields.get("Depends", "").split(",") if d.strip()]
+    return pkg(fields["Package"], fields["Version"], depends=depends, **contents, **extra)
+
+
+def driver_contents(ver):
+    """Files of the parts the collection reads or runs, by package name; every other part is an empty package."""
+    cuda = DRIVERS[ver]
+    dkms_post = (
+        sh(
+            f"""
+echo "Error! Bad return status for module build on kernel: $(uname -r) (x86_64)" >&2
+echo "Consult /var/lib/dkms/nvidia/{ver}/build/make.log for more information." >&2
+echo "(gpufleet.stack test mirror: driver {ver} is the deliberately broken version)" >&2
+exit 10
+"""
+        )
+        if ver == BROKEN_DRIVER
+        else sh(f'echo "nvidia {ver}: DKMS build skipped (synthetic test fixture, no kernel module)"')
+    )
+
+    def dkms(flavor):
+        conf = f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{ver}"\n# flavor: {flavor}\nAUTOINSTALL="yes"\n'
+        return {"files": {f"/usr/src/nvidia-{ver}/dkms.conf": (conf, 0o644)}, "postinst": dkms_post}
+
+    fm = {
+        "files": {
+            "/usr/bin/nv-fabricmanager": (sh(f'echo "Fabric Manager version is : {ver}"'), 0o755),
+            "/usr/share/nvidia/nvswitch/fabricmanager.cfg": ("LOG_LEVEL=4\nFABRIC_MODE=0\n", 0o644),
+            "/lib/systemd/system/nvidia-fabricmanager.service": (FM_UNIT, 0o644),
+        }
+    }
+    branch = ver.split(".")[0]
+    return {
+        "libnvidia-ml1": {
+            "files": {f"{LIB}/libnvidia-ml.so.{ver}": (("nvml", ver, cuda), 0o644)},
+            "links": {f"{LIB}/libnvidia-ml.so.1": f"libnvidia-ml.so.{ver}"},
+            "postinst": sh("ldconfig"),
+        },
+        "libcuda1": {
+            "files": {f"{LIB}/libcuda.so.{ver}": (("stub", "cuDriverGetVersion", cuda), 0o644)},
+            "links": {f"{LIB}/libcuda.so.1": f"libcuda.so.{ver}"},
+            "postinst": sh("ldconfig"),
+        },
+        "nvidia-smi": {
+            "files": {"/usr/bin/nvidia-smi": (sh(f'echo "NVIDIA-SMI {ver} (synthetic test fixture)"'), 0o755)}
+        },
+        "nvidia-persistenced": {
+            "files": {
+                "/usr/bin/nvidia-persistenced": (sh(f'echo "nvidia-persistenced:  version {ver}"'), 0o755),
+                "/lib/systemd/system/nvidia-persistenced.service": (PERSIST_UNIT, 0o644),
+            }
+        },
+        "nvidia-kernel-dkms": dkms("proprietary"),
+        "nvidia-kernel-open-dkms": dkms("open"),
+        "nvidia-fabricmanager": fm,
+        f"nvidia-fabricmanager-{branch}": fm,
+    }
+
+
+def driver_packages(ver, dist):
+    """Every package of one driver version in NVIDIA's repository for `dist` (driver_graph.py)."""
+    deb = f"{ver}-1"
+    stanzas = driver_graph.graphics_drivers(ver, deb, dist) + driver_graph.nvidia_additions(ver, deb, dist)
+    stanzas += driver_graph.fabric_manager(ver, deb)
+    contents = driver_contents(ver)
+    out = [from_stanza(fields, **contents.get(fields["Package"], {})) for fields in stanzas]
+    if int(ver.split(".")[0]) >= PINNING_FROM_BRANCH and ver != BROKEN_DRIVER:
+        for fields, text in driver_graph.pinning(ver, deb):
+            out.append(from_stanza(fields, files={"/etc/apt/preferences.d/nvidia-driver-pin": (text, 0o644)}))
+    return out
+
+
+def keyring_package(dist, key, url=DEFAULT_URL):
+    """cuda-keyring 1.1-1 as NVIDIA builds it (NVIDIA/apt-packaging-cuda-keyring): the repository key and the source
+    line, pointing at the repository it came from (here the mirror at its default URL)."""
+    line = f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {url}/compute/cuda/repos/{dist}/x86_64/ /\n"
+    files = {
+        "/usr/share/keyrings/cuda-archive-keyring.gpg": (key, 0o644),
+        f"/etc/apt/sources.list.d/cuda-{dist}-x86_64.list": (line, 0o644),
+    }
+    return pkg("cuda-keyring", "1.1-1", files=files, Source="cuda-keyring", Architecture="all")
+
+
+def simple_driver_packages(ver):
+    """The simple graph (7 packages a version, NVIDIA-style names, exact dependencies between them): what the roles
+    were built against before the package engine. Kept as the default until every role installs through the engine
+    against the faithful graph (driver_packages)."""
     rev = f"{ver}-1"
     branch = ver.split(".")[0]
     cuda = DRIVERS[ver]
@@ -337,10 +450,21 @@ def container_packages(ver, commit, ctk_source):
     ]
 
 
-def catalog(ctk_source):
-    out = []
-    for ver in DRIVERS:
-        out += driver_packages(ver)
+def catalog(ctk_source, dist="debian12", key=b"", graph="simple", url=DEFAULT_URL):
+    """Every package of the mirror for one distribution. graph "nvidia": the driver as NVIDIA's repository has it
+    (driver_graph.py, ~60 packages a version, cuda-keyring, pinning packages, 580 and its unsuffixed Fabric Manager);
+    "simple": the earlier 7-package graph, for the roles that do not install through the engine yet."""
+    if graph == "simple":
+        out = []
+        for ver in (v for v in DRIVERS if not v.startswith("580.")):
+            out += simple_driver_packages(ver)
+    else:
+        out = [keyring_package(dist, key, url)]
+        for ver in DRIVERS:
+            out += driver_packages(ver, dist)
+        seen = set()
+        out = [p for p in out if (p["name"], p["version"]) not in seen and not seen.add((p["name"], p["version"]))]
+        out.append(from_stanza(driver_graph.NVLSM))
     for xy in TOOLKITS:
         out += toolkit_packages(xy)
     for entry in CUDNN:

@@ -24,7 +24,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from email.utils import formatdate
 from pathlib import Path
 
@@ -48,7 +50,14 @@ def run(argv, **kw):
 
 def inputs_digest():
     digest = hashlib.sha256()
-    files = [HERE / "catalog.py", HERE / "nvidia_ctk.py", Path(__file__), NVML_SIM / "build.sh"]
+    files = [
+        HERE / "catalog.py",
+        HERE / "driver_graph.py",
+        HERE / "nvidia_ctk.py",
+        Path(__file__),
+        NVML_SIM / "build.sh",
+    ]
+    files += sorted((HERE / "recorded").glob("*"))
     files += sorted((NVML_SIM / "src").glob("*"))
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -62,6 +71,9 @@ def nvml_library(driver, cuda, work):
     return Path(run(argv).stdout.strip().splitlines()[-1]).read_bytes()
 
 
+_STUB_LOCK = threading.Lock()
+
+
 def stub_library(kind, symbol, value, soname, work):
     """A real shared object exporting one version call, so ctypes probes (cuDriverGetVersion...) answer."""
     body = (
@@ -71,6 +83,11 @@ def stub_library(kind, symbol, value, soname, work):
     )
     key = hashlib.sha256(f"{body}{soname}".encode()).hexdigest()[:16]
     lib = work / "stubs" / f"{key}.so"
+    with _STUB_LOCK:
+        return _stub_build(lib, body, soname)
+
+
+def _stub_build(lib, body, soname):
     if not lib.exists():
         lib.parent.mkdir(parents=True, exist_ok=True)
         src = lib.with_suffix(".c")
@@ -146,14 +163,16 @@ def hashes(data):
     }
 
 
+def index_stanza(deb):
+    data = deb.read_bytes()
+    control = run(["dpkg-deb", "-f", str(deb)]).stdout.rstrip("\n")
+    extra = {"Filename": f"./{deb.name}", "Size": str(len(data)), **hashes(data)}
+    return control + "\n" + "".join(f"{k}: {v}\n" for k, v in extra.items())
+
+
 def packages_index(repo_dir):
-    stanzas = []
-    for deb in sorted(repo_dir.glob("*.deb")):
-        data = deb.read_bytes()
-        control = run(["dpkg-deb", "-f", str(deb)]).stdout.rstrip("\n")
-        extra = {"Filename": f"./{deb.name}", "Size": str(len(data)), **hashes(data)}
-        stanzas.append(control + "\n" + "".join(f"{k}: {v}\n" for k, v in extra.items()))
-    return "\n".join(stanzas)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return "\n".join(pool.map(index_stanza, sorted(repo_dir.glob("*.deb"))))
 
 
 def release_text(repo, repo_dir):
@@ -192,8 +211,8 @@ def sign(home, repo_dir):
 
 
 # --- main -----------------------------------------------------------------------------------------------
-def build(out, force=False):
-    digest = inputs_digest()
+def build(out, force=False, graph="simple", url=catalog.DEFAULT_URL):
+    digest = inputs_digest() + f" graph={graph} url={url}"
     stamp = out / ".inputs"
     fingerprint_file = out / "www" / "keys" / "fingerprint"
     if not force and stamp.exists() and stamp.read_text() == digest and fingerprint_file.exists():
@@ -217,28 +236,27 @@ def build(out, force=False):
     armored = gpg(out / "gnupg", "--armor", "--export", fingerprint).stdout
     (keys / "gpufleet-mirror.asc").write_text(armored)
     manifest = {"fingerprint": fingerprint, "key": "www/keys/gpufleet-mirror.gpg", "repos": {}}
-    packages = catalog.catalog(ctk)
-    for repo, dirs in REPOS.items():
-        first = www / dirs[0]
-        first.mkdir(parents=True)
-        for p in (p for p in packages if p["repo"] == repo):
-            build_deb(p, work, first)
-        for rel in dirs:
-            repo_dir = www / rel
-            if repo_dir != first:
-                shutil.copytree(first, repo_dir)
-            index = packages_index(repo_dir)
-            (repo_dir / "Packages").write_text(index)
-            (repo_dir / "Packages.gz").write_bytes(gzip.compress(index.encode(), mtime=0))
-            (repo_dir / "Release").write_text(release_text(repo, repo_dir))
-            sign(out / "gnupg", repo_dir)
-            # NVIDIA publishes the repo key next to the index (e.g. .../debian12/x86_64/3bf863cc.pub).
-            (repo_dir / f"{fingerprint[-8:].lower()}.pub").write_text(armored)
-            manifest["repos"][rel] = [
-                {"package": p["name"], "version": p["version"], "depends": p["depends"]}
-                for p in packages
-                if p["repo"] == repo
-            ]
+    key = (keys / "gpufleet-mirror.gpg").read_bytes()
+    # Each CUDA repository gets its distribution's build of the driver (driver_graph.PER_DIST); the Container
+    # Toolkit repository is one for all.
+    targets = [(rel, "cuda", catalog.catalog(ctk, rel.split("/")[3], key, graph, url)) for rel in REPOS["cuda"]]
+    targets.append((REPOS["container"][0], "container", catalog.catalog(ctk, "debian12", key, graph, url)))
+    for rel, repo, packages in targets:
+        repo_dir = www / rel
+        repo_dir.mkdir(parents=True)
+        chosen = [p for p in packages if p["repo"] == repo]
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(lambda p, d=repo_dir: build_deb(p, work, d), chosen))
+        index = packages_index(repo_dir)
+        (repo_dir / "Packages").write_text(index)
+        (repo_dir / "Packages.gz").write_bytes(gzip.compress(index.encode(), mtime=0))
+        (repo_dir / "Release").write_text(release_text(repo, repo_dir))
+        sign(out / "gnupg", repo_dir)
+        # NVIDIA publishes the repo key next to the index (e.g. .../debian12/x86_64/3bf863cc.pub).
+        (repo_dir / f"{fingerprint[-8:].lower()}.pub").write_text(armored)
+        manifest["repos"][rel] = [
+            {"package": p["name"], "version": p["version"], "depends": p["depends"]} for p in chosen
+        ]
     (www / "libnvidia-container" / "gpgkey").write_text(armored)
     manifest["broken_driver"] = catalog.BROKEN_DRIVER
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -251,11 +269,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="sandbox/mirror/build", description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--out", type=Path, default=ROOT / ".cache" / "mirror", help="output directory")
     parser.add_argument("--force", action="store_true", help="rebuild even if no input changed")
+    parser.add_argument(
+        "--graph",
+        choices=["simple", "nvidia"],
+        default="simple",
+        help="the driver's package graph: nvidia = as NVIDIA's repository has it (driver_graph.py); simple = 7 parts",
+    )
+    parser.add_argument("--url", default=catalog.DEFAULT_URL, help="where it is served (cuda-keyring's source line)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     out = args.out.resolve()
     try:
-        fingerprint, built = build(out, args.force)
+        fingerprint, built = build(out, args.force, args.graph, args.url)
     except subprocess.CalledProcessError as exc:
         sys.stderr.write(f"build: {' '.join(exc.cmd)} failed ({exc.returncode}):\n{exc.stdout}{exc.stderr}\n")
         return 1

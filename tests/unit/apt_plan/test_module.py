@@ -22,7 +22,7 @@ ARGS = {
 }
 
 
-def run(monkeypatch, capsys, tmp_path, args, dpkg_text, check=False):
+def run(monkeypatch, capsys, tmp_path, args, dpkg_text, *, check=False):
     calls = []
 
     def fake(self, argv, **_kw):
@@ -67,7 +67,9 @@ def test_real_run_pins_installs_in_one_transaction(monkeypatch, capsys, tmp_path
 
 
 def test_a_request_the_repository_lacks_fails_naming_it(monkeypatch, capsys, tmp_path):
-    result, calls = run(monkeypatch, capsys, tmp_path, {**ARGS, "version": "570.999.99", "label": "gpufleet_stack.driver"}, "")
+    result, calls = run(
+        monkeypatch, capsys, tmp_path, {**ARGS, "version": "570.999.99", "label": "gpufleet_stack.driver"}, ""
+    )
     assert result["failed"]
     assert "gpufleet_stack.driver is '570.999.99'" in result["msg"] and "570.172.08-1" in result["msg"]
     assert not [argv for argv in calls if argv[0] in ("apt-get", "apt-mark")]

@@ -194,7 +194,7 @@ def test_pin_text_is_nvidias_source_pin_with_the_origin_excluded():
     assert stanzas[1].splitlines() == [
         "Package: src:nvidia-graphics-drivers",
         "Pin: version 570.133.20-1",
-        "Pin-Priority: 1000",
+        "Pin-Priority: 1001",  # above NVIDIA's pinning package's 1000 (test_package_engine shows why)
     ]
 
 
