@@ -12,7 +12,9 @@ CTK_LIST = (
     "deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] "
     "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /\n"
 )
-OURS = f"# Ansible managed\nTypes: deb\nURIs: {CUDA}\nSuites: /\nSigned-By: /usr/share/keyrings/gpufleet-nvidia-cuda.gpg\n"
+OURS = (
+    f"# Ansible managed\nTypes: deb\nURIs: {CUDA}\nSuites: /\nSigned-By: /usr/share/keyrings/gpufleet-nvidia-cuda.gpg\n"
+)
 
 
 def test_finds_the_same_uri_in_both_formats_with_or_without_the_slash():
