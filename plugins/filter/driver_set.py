@@ -13,6 +13,18 @@ description:
     M(gpufleet.stack.nvidia_packages). Fabric Manager and companions follow the branch's naming
     (C(nvidia-fabricmanager-570) below 580, C(nvidia-fabricmanager) from 580).
 options:
+  channel:
+    description: C(network) (NVIDIA's repository) or C(distro) (Debian's non-free packages).
+    type: str
+    default: network
+  packages:
+    description: With C(distro), the packages to install (nvidia-smi, libnvidia-ml1, libcuda1).
+    type: list
+    elements: str
+  kernel:
+    description: With C(distro), also the kernel module package.
+    type: bool
+    default: false
   _input:
     description: The driver version or branch (C(570.133.20), C(580)).
     type: str

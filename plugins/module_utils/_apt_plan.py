@@ -23,8 +23,8 @@ import re
 
 def split_version(version):
     """(epoch, upstream, revision): "1:2.3-4" -> (1, "2.3", "4"); no revision -> ""."""
-    epoch, _, rest = version.rpartition(":") if ":" in version else ("0", "", version)
-    upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "")
+    epoch, _sep, rest = version.rpartition(":") if ":" in version else ("0", "", version)
+    upstream, _sep, revision = rest.rpartition("-") if "-" in rest else (rest, "", "")
     return int(epoch or 0), upstream, revision
 
 
@@ -153,12 +153,13 @@ def request_kind(request):
     return "exact-package" if "-" in request or ":" in request else "upstream"
 
 
-def matches(request, version, suffix=""):
+def matches(request, version, revision=""):
     """True when the Debian `version` is what `request` asks for: the same package version, or an upstream equal
     to the request or extending it on a dot boundary, or any version for "*"
     ("570" matches 570.133.20-1, not 5700.1-1; "9.8.0" matches
-    9.8.0.87-1). `suffix`, when given, must end the revision ("+cuda12.8" for NCCL's builds)."""
-    if suffix and not split_version(version)[2].endswith(suffix):
+    9.8.0.87-1). `revision`, when given, is a glob the Debian revision must match ("*+cuda12.8" for NCCL's builds for
+    CUDA 12.8, "*+cuda12.*" for cuDNN 8's for CUDA 12)."""
+    if revision and not fnmatch.fnmatchcase(split_version(version)[2], revision):
         return False
     if request == "*":
         return True
@@ -168,19 +169,20 @@ def matches(request, version, suffix=""):
     return upstream == request or upstream.startswith(request + ".")
 
 
-def choose(request, offered, installed="", keep_installed=True, suffix=""):
+def choose(request, offered, installed="", keep_installed=True, revision=""):
     """(version, reason) for a request among the offered versions (newest first); ("", reason) when none fits.
 
     An installed version that fits and is still offered is kept (a branch or series request does not move a host
     when the repository gains a newer build; to move, request the new version). Otherwise the newest that fits.
     """
-    fitting = [v for v in offered if matches(request, v, suffix)]
+    fitting = [v for v in offered if matches(request, v, revision)]
     if keep_installed and installed and installed in fitting:
         return installed, f"{installed} is installed and fits {request}: kept"
     if fitting:
         why = "the one" if len(fitting) == 1 else f"the newest of {len(fitting)}"
         return fitting[0], f"{fitting[0]} is {why} offered that fits {request}"
-    return "", f"no offered version fits {request} (offered: {', '.join(offered) or 'none'})"
+    built = f" built as {revision}" if revision else ""
+    return "", f"no offered version fits {request}{built} (offered: {', '.join(offered) or 'none'})"
 
 
 # --- Package sets --------------------------------------------------------------------------------------------------
@@ -213,7 +215,7 @@ def plan(
     same_version=True,
     series="",
     keep_installed=True,
-    suffix="",
+    revision="",
     members_of=(),
     remove=(),
 ):
@@ -234,7 +236,7 @@ def plan(
     reference = reference or packages[0]
     ref_installed = installed.get(reference, {})
     ref_have = ref_installed.get("version", "") if ref_installed.get("present") else ""
-    version, reason = choose(request, offers.get(reference, []), ref_have, keep_installed, suffix)
+    version, reason = choose(request, offers.get(reference, []), ref_have, keep_installed, revision)
     result = {"version": version, "reason": reason, "versions": {}, "install": [], "remove": [], "missing": []}
     if not version:
         result["missing"].append(f"{reference}: {reason}")
@@ -258,7 +260,11 @@ def plan(
                 result["missing"].append(f"{name}: not offered at {version}")
                 continue
         else:
-            chosen, why = choose(series or request, offers.get(name, []), have_version, keep_installed)
+            # The exact request where this package has it (the metapackages: cuda-toolkit-12-8 12.8.1-1), else the
+            # series (the components: cuda-nvcc-12-8 12.8.93-1).
+            chosen, why = choose(request, offers.get(name, []), have_version, keep_installed)
+            if not chosen:
+                chosen, why = choose(series or request, offers.get(name, []), have_version, keep_installed)
             if not chosen:
                 result["missing"].append(f"{name}: {why}")
                 continue
@@ -322,7 +328,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]*$")
 _SELECTOR = re.compile(r"^(src:)?[a-z0-9*?\[\]][a-z0-9+.*?\[\]:-]*$")
 _VERSION = re.compile(r"^([0-9][0-9A-Za-z.+~:-]*\*?|\*)$")
 _ORIGIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_SUFFIX = re.compile(r"^[0-9A-Za-z.+~]*$")
+_SUFFIX = re.compile(r"^[0-9A-Za-z.+~*?]*$")
 # (parameter, pattern, what it must be): each value ends up in a file apt parses or in argv, so a newline or a
 # stray space is refused here rather than written.
 _CHECKS = [
@@ -332,7 +338,7 @@ _CHECKS = [
     ("version", _VERSION, "a version (digits, letters and . + ~ : -; no spaces)"),
     ("series", _VERSION, "a version prefix such as 12.8"),
     ("pin_version", _VERSION, "an apt pin version such as 570.133.20-1 or 12.8.*"),
-    ("suffix", _SUFFIX, "the end of a Debian revision, such as +cuda12.8"),
+    ("revision", _SUFFIX, "a glob of Debian revisions, such as *+cuda12.8"),
     ("pin", _SELECTOR, "a package glob or src:<source package>"),
     ("members", _SELECTOR, "a package glob or src:<source package>"),
     ("remove", _SELECTOR, "a package glob or src:<source package>"),
@@ -347,6 +353,6 @@ def argument_problem(params):
     for key, pattern, form in _CHECKS:
         value = params.get(key)
         for item in value if isinstance(value, list) else [value] * (value is not None):
-            if not isinstance(item, str) or not pattern.fullmatch(item) or (not item and key != "suffix"):
+            if not isinstance(item, str) or not pattern.fullmatch(item) or (not item and key != "revision"):
                 return f"{key} has {item!r}, which is not {form}"
     return None

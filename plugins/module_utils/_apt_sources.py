@@ -25,7 +25,7 @@ def normalize_uri(uri):
 def _options(text):
     out = {}
     for item in (text or "").split():
-        key, _, value = item.partition("=")
+        key, _sep, value = item.partition("=")
         out[key.lower()] = value
     return out
 
@@ -57,22 +57,23 @@ def deb822_stanzas(text):
         if line[:1] in (" ", "\t") and key:
             fields[key] += "\n" + line.strip()
         else:
-            key, _, value = line.partition(":")
+            key, _sep, value = line.partition(":")
             key = key.strip().lower()
             fields[key] = value.strip()
     return out
 
 
-def find(files, uri):
+def find(files, uri, arch="amd64"):
     """Every enabled definition of `uri` among {path: text}: [{"path", "format", "where", "signed_by"}].
 
-    `where` is the line index (list) or the stanza's (start, end) (deb822)."""
+    `where` is the line index (list) or the stanza's (start, end) (deb822). apt expands "$(ARCH)" in a URI (the
+    Container Toolkit guide's list file: ".../stable/deb/$(ARCH) /"), so it counts as this host's architecture."""
     want = normalize_uri(uri)
     out = []
     for path, text in sorted(files.items()):
         if path.endswith(".sources"):
             for start, end, fields in deb822_stanzas(text):
-                uris = [normalize_uri(u) for u in fields.get("uris", "").split()]
+                uris = [normalize_uri(u.replace("$(ARCH)", arch)) for u in fields.get("uris", "").split()]
                 enabled = fields.get("enabled", "yes").lower() not in ("no", "false", "0")
                 if want in uris and enabled:
                     out.append(
@@ -85,7 +86,7 @@ def find(files, uri):
                     )
         else:
             for index, _kind, options, entry_uri in list_entries(text):
-                if normalize_uri(entry_uri) == want:
+                if normalize_uri(entry_uri.replace("$(ARCH)", arch)) == want:
                     out.append(
                         {"path": path, "format": "list", "where": index, "signed_by": options.get("signed-by", "")}
                     )

@@ -23,6 +23,11 @@ SOURCES = [
 ]
 FABRIC_SOURCES = ["src:fabricmanager", "src:libnvidia-nscq", "src:libnvsdm", "src:nvidia-imex"]
 KERNEL = {"open": "nvidia-kernel-open-dkms", "proprietary": "nvidia-kernel-dkms"}
+# Debian's own packages (the distro channel): its open module package is named the other way round and comes from a
+# source of its own; nvidia-persistenced is a separate source with its own numbers and is not part of this set.
+DISTRO_KERNEL = {"open": "nvidia-open-kernel-dkms", "proprietary": "nvidia-kernel-dkms"}
+DISTRO_SOURCES = ["src:nvidia-graphics-drivers", "src:nvidia-open-gpu-kernel-modules"]
+NVIDIA_URLS = ["/compute/cuda/repos/"]
 META = {"open": "nvidia-open", "proprietary": "cuda-drivers"}
 # Fabric Manager and companions lost their branch suffix with 580 (NVIDIA/gpu-driver-container, "add driver
 # 580.65.06"); libnvsdm exists from 570, nvidia-imex from 550.
@@ -36,8 +41,15 @@ def fabric_packages(branch, imex=False):
     return [n + suffix for n in names]
 
 
-def driver_set(version, flavor="open", scope="compute", fabricmanager=False, imex=False):
-    """{"branch", "packages", "reference", "pin", "members", "remove"} for nvidia_packages.
+def driver_set(
+    version, *, flavor="open", scope="compute", fabricmanager=False, imex=False, channel="network", **distro
+):
+    """The nvidia_packages arguments for a driver install: {"branch", "packages", "reference", "pin", "members",
+    "remove", "same_version", "series", "pin_version", "exclude_origins", "exclude_urls", "fabric"}.
+
+    channel "distro" (Debian's non-free packages): distro["packages"] (nvidia-smi, libnvidia-ml1, libcuda1) plus the
+    kernel module when distro["kernel"] is true, all at one version (Debian numbers the parts of its
+    nvidia-graphics-drivers alike, 550.163.01-2), NVIDIA's repository ignored.
 
     scope: "compute" installs NVIDIA's compute-only set (nvidia-driver-cuda and the kernel module: no X server, no
     GL stack), "full" adds the desktop metapackages (nvidia-open-<B> / cuda-drivers-<B>).
@@ -45,8 +57,24 @@ def driver_set(version, flavor="open", scope="compute", fabricmanager=False, ime
     metapackages, Fabric Manager and companions that are not wanted or of another branch, and NVIDIA's
     nvidia-driver-pinning-* packages (their pin file would fight the one this collection writes).
     """
-    branch = int(str(version).split(".")[0])
+    branch = int(str(version).split(".", maxsplit=1)[0])
     other = "proprietary" if flavor == "open" else "open"
+    if channel == "distro":
+        kernel = [DISTRO_KERNEL[flavor]] if distro.get("kernel") else []
+        return {
+            "branch": str(branch),
+            "packages": list(distro.get("packages", [])) + kernel,
+            "reference": "libnvidia-ml1",
+            "pin": DISTRO_SOURCES,
+            "members": DISTRO_SOURCES,
+            "remove": [DISTRO_KERNEL[other]],
+            "same_version": True,
+            "series": None,
+            "pin_version": None,
+            "exclude_origins": [],
+            "exclude_urls": NVIDIA_URLS,
+            "fabric": [],
+        }
     packages = ["nvidia-driver-cuda", KERNEL[flavor]]
     if scope == "full":
         packages += [META[flavor], f"{META[flavor]}-{branch}"]
@@ -71,5 +99,10 @@ def driver_set(version, flavor="open", scope="compute", fabricmanager=False, ime
         "members": members,
         # The engine never removes a package it installs, so the wanted metapackage and Fabric Manager stay.
         "remove": remove,
+        "same_version": True,
+        "series": None,
+        "pin_version": None,
+        "exclude_origins": ["Debian", "Ubuntu"],
+        "exclude_urls": [],
         "fabric": fabric,
     }

@@ -133,7 +133,8 @@ def main():
     p = module.params
     paths = [MAIN, *sorted(glob.glob(f"{PARTS}/*.list") + glob.glob(f"{PARTS}/*.sources"))]
     files = {path: text for path in paths if path != p["dest"] and (text := read(path)) is not None}
-    foreign = src.find(files, p["uri"])
+    rc, arch, _err = module.run_command(["dpkg", "--print-architecture"])
+    foreign = src.find(files, p["uri"], arch.strip() if rc == 0 else "amd64")
     pinned = normalize(p["fingerprint"])
     adoptable = bool(foreign) and p["adopt"] and all(keyring_fingerprints(f["signed_by"]) == [pinned] for f in foreign)
     current = read(p["dest"])

@@ -47,14 +47,15 @@ options:
   same_version:
     description:
       - V(true) installs every package at the reference's chosen version; V(false) gives each package the newest
-        offered version of O(series) (CUDA's components have their own numbers: toolkit 12.8.1, nvcc 12.8.93).
+        offered version of O(series) (CUDA's components have their own numbers, toolkit 12.8.1 and nvcc 12.8.93).
     type: bool
     default: true
   series:
     description: With O(same_version=false), the version prefix every package must match; default O(version).
     type: str
-  suffix:
-    description: A string the chosen version's Debian revision must end with (C(+cuda12.8) for NCCL's builds).
+  revision:
+    description:
+      - A glob the chosen version's Debian revision must match (C(*+cuda12.8) for NCCL's builds for CUDA 12.8).
     type: str
     default: ""
   keep_installed:
@@ -89,12 +90,14 @@ options:
     elements: str
     default: []
   include_urls:
-    description: Count only the versions apt offers from these repository URLs (empty: every repository).
+    description:
+      - Count only the versions apt offers from repository URLs containing one of these (none given means every
+        repository).
     type: list
     elements: str
     default: []
   exclude_urls:
-    description: Ignore the versions apt offers from these repository URLs.
+    description: Ignore the versions apt offers from repository URLs containing one of these.
     type: list
     elements: str
     default: []
@@ -251,7 +254,7 @@ def main():
             "reference": {"type": "str"},
             "same_version": {"type": "bool", "default": True},
             "series": {"type": "str"},
-            "suffix": {"type": "str", "default": ""},
+            "revision": {"type": "str", "default": ""},
             "keep_installed": {"type": "bool", "default": True},
             "pin": {"type": "list", "elements": "str", "default": []},
             "pin_version": {"type": "str"},
@@ -296,7 +299,7 @@ def main():
         same_version=p["same_version"],
         series=p["series"] or "",
         keep_installed=p["keep_installed"],
-        suffix=p["suffix"],
+        revision=p["revision"],
         members_of=p["members"],
         remove=p["remove"],
     )
@@ -315,7 +318,7 @@ def main():
         pin_version = p["pin_version"] or (
             decided["version"] if p["same_version"] else f"{p['series'] or p['version']}.*"
         )
-        text = ap.pin_text(f"{p['name']}: {p['label']} {p['version']}", p["pin"], pin_version, p["exclude_origins"])
+        text = ap.pin_text(p["name"], p["pin"], pin_version, p["exclude_origins"])
         changed = write_pin(module, pin_file, text) or changed
 
     result["installed"], result["removed"] = decided["install"], decided["remove"]
@@ -360,6 +363,7 @@ def fail_after_transaction(module, output, names, result):
     still = [n for n in present if not after[n]["held"]]
     if still:
         module.run_command(["apt-mark", "hold", *still], environ_update=APT_ENV)
+        after = read_dpkg(module)
     broken = ap.incomplete(after, present)
     module.fail_json(
         msg=f"{p['label']} {p['version']}: the apt transaction for {p['name']} failed. apt and dpkg said: "

@@ -173,97 +173,6 @@ def keyring_package(dist, key, url=DEFAULT_URL):
     return pkg("cuda-keyring", "1.1-1", files=files, Source="cuda-keyring", Architecture="all")
 
 
-def simple_driver_packages(ver):
-    """The simple graph (7 packages a version, NVIDIA-style names, exact dependencies between them): what the roles
-    were built against before the package engine. Kept as the default until every role installs through the engine
-    against the faithful graph (driver_packages)."""
-    rev = f"{ver}-1"
-    branch = ver.split(".")[0]
-    cuda = DRIVERS[ver]
-    exact = f"(= {rev})"
-    persist_unit = (
-        "[Unit]\nDescription=NVIDIA Persistence Daemon\nWants=syslog.target\n\n"
-        "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced\n"
-        "ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced\n\n[Install]\nWantedBy=multi-user.target\n"
-    )
-    fm_unit = (
-        "[Unit]\nDescription=NVIDIA fabric manager service\nAfter=network-online.target\n\n"
-        "[Service]\nExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg\n"
-        "Type=forking\nTimeoutStartSec=240\n\n[Install]\nWantedBy=multi-user.target\n"
-    )
-    dkms_post = (
-        sh(
-            f"""
-echo "Error! Bad return status for module build on kernel: $(uname -r) (x86_64)" >&2
-echo "Consult /var/lib/dkms/nvidia/{ver}/build/make.log for more information." >&2
-echo "(gpufleet.stack test mirror: driver {ver} is the deliberately broken version)" >&2
-exit 10
-"""
-        )
-        if ver == BROKEN_DRIVER
-        else sh(f'echo "nvidia {ver}: DKMS build skipped (synthetic test fixture, no kernel module)"')
-    )
-
-    def dkms(name, flavor, other):
-        conf = f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{ver}"\n# flavor: {flavor}\nAUTOINSTALL="yes"\n'
-        return pkg(
-            name,
-            rev,
-            files={f"/usr/src/nvidia-{ver}/dkms.conf": (conf, 0o644)},
-            postinst=dkms_post,
-            Provides=f"nvidia-kernel-dkms-any {exact}",
-            Conflicts=other,
-            Replaces=other,
-        )
-
-    return [
-        pkg(
-            "libnvidia-ml1",
-            rev,
-            files={f"{LIB}/libnvidia-ml.so.{ver}": (("nvml", ver, cuda), 0o644)},
-            links={f"{LIB}/libnvidia-ml.so.1": f"libnvidia-ml.so.{ver}"},
-            postinst=sh("ldconfig"),
-        ),
-        pkg(
-            "libcuda1",
-            rev,
-            files={f"{LIB}/libcuda.so.{ver}": (("stub", "cuDriverGetVersion", cuda), 0o644)},
-            links={f"{LIB}/libcuda.so.1": f"libcuda.so.{ver}"},
-            postinst=sh("ldconfig"),
-        ),
-        pkg(
-            "nvidia-persistenced",
-            rev,
-            files={
-                "/usr/bin/nvidia-persistenced": (sh(f'echo "nvidia-persistenced:  version {ver}"'), 0o755),
-                "/lib/systemd/system/nvidia-persistenced.service": (persist_unit, 0o644),
-            },
-        ),
-        dkms("nvidia-kernel-dkms", "proprietary", "nvidia-kernel-open-dkms"),
-        dkms("nvidia-kernel-open-dkms", "open", "nvidia-kernel-dkms"),
-        pkg(
-            "nvidia-driver-cuda",
-            rev,
-            depends=[f"libcuda1 {exact}", f"libnvidia-ml1 {exact}", f"nvidia-persistenced {exact}"],
-        ),
-        pkg("nvidia-driver", rev, depends=[f"nvidia-driver-cuda {exact}", f"nvidia-kernel-dkms-any {exact}"]),
-        # Kernel-module flavour is chosen by the metapackage: nvidia-open (open) or cuda-drivers (proprietary).
-        pkg("nvidia-open", rev, depends=[f"nvidia-driver {exact}", f"nvidia-kernel-open-dkms {exact}"]),
-        pkg(f"nvidia-open-{branch}", rev, depends=[f"nvidia-open {exact}"]),
-        pkg("cuda-drivers", rev, depends=[f"nvidia-driver {exact}", f"nvidia-kernel-dkms {exact}"]),
-        pkg(f"cuda-drivers-{branch}", rev, depends=[f"cuda-drivers {exact}"]),
-        pkg(
-            f"nvidia-fabricmanager-{branch}",
-            rev,
-            files={
-                "/usr/bin/nv-fabricmanager": (sh(f'echo "Fabric Manager version is : {ver}"'), 0o755),
-                "/usr/share/nvidia/nvswitch/fabricmanager.cfg": ("LOG_LEVEL=4\nFABRIC_MODE=0\n", 0o644),
-                "/lib/systemd/system/nvidia-fabricmanager.service": (fm_unit, 0o644),
-            },
-        ),
-    ]
-
-
 def nvcc_script(xy, full):
     _tk, nvcc, _rt, built, build_id, year = full
     return sh(
@@ -450,21 +359,15 @@ def container_packages(ver, commit, ctk_source):
     ]
 
 
-def catalog(ctk_source, dist="debian12", key=b"", graph="simple", url=DEFAULT_URL):
-    """Every package of the mirror for one distribution. graph "nvidia": the driver as NVIDIA's repository has it
-    (driver_graph.py, ~60 packages a version, cuda-keyring, pinning packages, 580 and its unsuffixed Fabric Manager);
-    "simple": the earlier 7-package graph, for the roles that do not install through the engine yet."""
-    if graph == "simple":
-        out = []
-        for ver in (v for v in DRIVERS if not v.startswith("580.")):
-            out += simple_driver_packages(ver)
-    else:
-        out = [keyring_package(dist, key, url)]
-        for ver in DRIVERS:
-            out += driver_packages(ver, dist)
-        seen = set()
-        out = [p for p in out if (p["name"], p["version"]) not in seen and not seen.add((p["name"], p["version"]))]
-        out.append(from_stanza(driver_graph.NVLSM))
+def catalog(ctk_source, dist="debian12", key=b"", url=DEFAULT_URL):
+    """Every package of the mirror for one distribution; the driver as NVIDIA's repository has it (driver_graph.py:
+    ~60 packages a version, cuda-keyring, pinning packages, 580 and its unsuffixed Fabric Manager)."""
+    out = [keyring_package(dist, key, url)]
+    for ver in DRIVERS:
+        out += driver_packages(ver, dist)
+    seen = set()
+    out = [p for p in out if (p["name"], p["version"]) not in seen and not seen.add((p["name"], p["version"]))]
+    out.append(from_stanza(driver_graph.NVLSM))
     for xy in TOOLKITS:
         out += toolkit_packages(xy)
     for entry in CUDNN:

@@ -50,7 +50,7 @@ def read_control(text):
             if line[:1] in (" ", "\t") and key:
                 fields[key] += "\n" + line
             elif ":" in line:
-                key, _, value = line.partition(":")
+                key, _sep, value = line.partition(":")
                 fields[key] = value.strip()
         if fields.get("Package"):
             out.append(fields)

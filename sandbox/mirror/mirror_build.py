@@ -1,6 +1,6 @@
 """Build the offline NVIDIA-style apt mirror: synthetic .debs (catalog.py), flat repos, signed with a local key.
 
-    sandbox/mirror/build [--out DIR] [--force]
+    sandbox/mirror/build [--out DIR] [--force] [--url URL]
 
 Output under DIR (default <repo>/.cache/mirror), rebuilt only when an input changed (a hash in DIR/.inputs).
 DIR/gnupg holds the signing key; DIR/www is the web root (sandbox/mirror/serve):
@@ -211,8 +211,8 @@ def sign(home, repo_dir):
 
 
 # --- main -----------------------------------------------------------------------------------------------
-def build(out, force=False, graph="simple", url=catalog.DEFAULT_URL):
-    digest = inputs_digest() + f" graph={graph} url={url}"
+def build(out, force=False, url=catalog.DEFAULT_URL):
+    digest = inputs_digest() + f" url={url}"
     stamp = out / ".inputs"
     fingerprint_file = out / "www" / "keys" / "fingerprint"
     if not force and stamp.exists() and stamp.read_text() == digest and fingerprint_file.exists():
@@ -239,8 +239,8 @@ def build(out, force=False, graph="simple", url=catalog.DEFAULT_URL):
     key = (keys / "gpufleet-mirror.gpg").read_bytes()
     # Each CUDA repository gets its distribution's build of the driver (driver_graph.PER_DIST); the Container
     # Toolkit repository is one for all.
-    targets = [(rel, "cuda", catalog.catalog(ctk, rel.split("/")[3], key, graph, url)) for rel in REPOS["cuda"]]
-    targets.append((REPOS["container"][0], "container", catalog.catalog(ctk, "debian12", key, graph, url)))
+    targets = [(rel, "cuda", catalog.catalog(ctk, rel.split("/")[3], key, url)) for rel in REPOS["cuda"]]
+    targets.append((REPOS["container"][0], "container", catalog.catalog(ctk, "debian12", key, url)))
     for rel, repo, packages in targets:
         repo_dir = www / rel
         repo_dir.mkdir(parents=True)
@@ -269,18 +269,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="sandbox/mirror/build", description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--out", type=Path, default=ROOT / ".cache" / "mirror", help="output directory")
     parser.add_argument("--force", action="store_true", help="rebuild even if no input changed")
-    parser.add_argument(
-        "--graph",
-        choices=["simple", "nvidia"],
-        default="simple",
-        help="the driver's package graph: nvidia = as NVIDIA's repository has it (driver_graph.py); simple = 7 parts",
-    )
     parser.add_argument("--url", default=catalog.DEFAULT_URL, help="where it is served (cuda-keyring's source line)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     out = args.out.resolve()
     try:
-        fingerprint, built = build(out, args.force, args.graph, args.url)
+        fingerprint, built = build(out, args.force, args.url)
     except subprocess.CalledProcessError as exc:
         sys.stderr.write(f"build: {' '.join(exc.cmd)} failed ({exc.returncode}):\n{exc.stdout}{exc.stderr}\n")
         return 1

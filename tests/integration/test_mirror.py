@@ -18,7 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 NODE, FLEET = "mirrortest-1", "mirrortest"
 KEYRING = "/usr/share/keyrings/gpufleet-mirror.gpg"
-APT = "apt-get -o Dir::Etc::sourcelist=/etc/apt/sources.list.d/gpufleet-mirror.list -o Dir::Etc::sourceparts=-"
+# Debian's archive stays in the sources: NVIDIA's driver depends on Debian packages (dkms, and contrib's nvidia-support,
+# nvidia-kernel-common, nvidia-installer-cleanup, glx-alternative-nvidia).
+APT = "apt-get"
+SOURCES = "src:nvidia-graphics-drivers src:nvidia-open-gpu-kernel-modules src:nvidia-persistenced src:fabricmanager"
 
 pytestmark = pytest.mark.slow
 
@@ -45,10 +48,12 @@ def module(name, ansible_env, inventory):
 
 
 def pin(version):
-    """What a role does to install one exact driver: an apt preference (like NVIDIA's nvidia-driver-pinning-*)."""
+    """What the package engine writes to install one exact driver: a pin by source package (like NVIDIA's
+    nvidia-driver-pinning-*), Debian's own builds of those sources excluded."""
     node(
-        "printf 'Package: nvidia-* libnvidia-ml1 libcuda1 cuda-drivers*\\nPin: version %s\\nPin-Priority: 1000\\n'"
-        f" {version}-1 > /etc/apt/preferences.d/nvidia-driver"
+        f"printf 'Package: {SOURCES}\\nPin: release o=Debian\\nPin-Priority: -1\\n\\n"
+        f"Package: {SOURCES}\\nPin: version %s\\nPin-Priority: 1001\\n' {version}-1"
+        " > /etc/apt/preferences.d/nvidia-driver"
     )
 
 
@@ -106,8 +111,9 @@ def mirror_node(served_mirror, tmp_path, request):
 def test_open_570_and_cuda_12_8_install_and_upgrade(mirror_node, ansible_env):
     pin("570.133.20")
     node(
-        f"DEBIAN_FRONTEND=noninteractive {APT} install -y --no-install-recommends nvidia-open"
-        " nvidia-fabricmanager-570 cuda-toolkit-12-8 libcudnn9-dev-cuda-12 libnccl-dev nvidia-container-toolkit"
+        f"DEBIAN_FRONTEND=noninteractive {APT} install -y --no-install-recommends nvidia-driver-cuda"
+        " nvidia-kernel-open-dkms nvidia-fabricmanager-570 cuda-toolkit-12-8 libcudnn9-dev-cuda-12 libnccl-dev"
+        " nvidia-container-toolkit"
     )
     assert "Cuda compilation tools, release 12.8, V12.8.93" in node("/usr/local/cuda-12.8/bin/nvcc --version")
     assert json.loads(node("cat /usr/local/cuda/version.json"))["cuda"]["version"] == "12.8.1"
@@ -126,7 +132,10 @@ def test_open_570_and_cuda_12_8_install_and_upgrade(mirror_node, ansible_env):
     assert installed["container_toolkit"]["version"] == "1.17.8"
 
     pin("570.172.08")
-    node(f"DEBIAN_FRONTEND=noninteractive {APT} install -y nvidia-open nvidia-fabricmanager-570")
+    node(
+        f"DEBIAN_FRONTEND=noninteractive {APT} install -y nvidia-driver-cuda nvidia-kernel-open-dkms"
+        " nvidia-fabricmanager-570"
+    )
     versions = dict(line.split() for line in node("dpkg-query -W libnvidia-ml1 nvidia-fabricmanager-570").splitlines())
     assert versions == {"libnvidia-ml1": "570.172.08-1", "nvidia-fabricmanager-570": "570.172.08-1"}
     gpu = module("gpu_facts", ansible_env, mirror_node)["gpufleet_gpu"]
@@ -139,11 +148,11 @@ def test_proprietary_550_and_cuda_12_4_on_debian13(mirror_node, ansible_env):
     """The other flavour, branch, toolkit, cuDNN and NCCL, on Debian 13 (whose apt verifies with sqv)."""
     pin("550.127.08")
     node(
-        f"DEBIAN_FRONTEND=noninteractive {APT} install -y --no-install-recommends cuda-drivers-550"
+        f"DEBIAN_FRONTEND=noninteractive {APT} install -y --no-install-recommends nvidia-driver-cuda nvidia-kernel-dkms"
         " nvidia-fabricmanager-550 cuda-toolkit-12-4 libcudnn8-dev"
         " libnccl2=2.21.5-1+cuda12.4 libnccl-dev=2.21.5-1+cuda12.4"  # both: -dev needs its exact runtime
     )
-    listed = node("dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\\n' 'nvidia-kernel*' 'nvidia-fab*'")
+    listed = node("dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\\n' 'nvidia-kernel*dkms' 'nvidia-fab*'")
     versions = dict(line.split()[1:] for line in listed.splitlines() if line.startswith("ii"))
     assert versions == {"nvidia-kernel-dkms": "550.127.08-1", "nvidia-fabricmanager-550": "550.127.08-1"}
     assert "Cuda compilation tools, release 12.4, V12.4.131" in node("/usr/local/cuda/bin/nvcc --version")
@@ -155,7 +164,10 @@ def test_proprietary_550_and_cuda_12_4_on_debian13(mirror_node, ansible_env):
     assert (installed["nccl"]["version"], installed["nccl"]["findings"][-1]["cuda"]) == ("2.21.5", "12.4")
 
     pin("550.163.01")
-    node(f"DEBIAN_FRONTEND=noninteractive {APT} install -y cuda-drivers-550 nvidia-fabricmanager-550")
+    node(
+        f"DEBIAN_FRONTEND=noninteractive {APT} install -y nvidia-driver-cuda nvidia-kernel-dkms"
+        " nvidia-fabricmanager-550"
+    )
     assert module("gpu_facts", ansible_env, mirror_node)["gpufleet_gpu"]["driver_version"] == "550.163.01"
     assert "550.163.01" in node("nv-fabricmanager --version")
 

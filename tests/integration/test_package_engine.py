@@ -1,5 +1,6 @@
-"""The package engine against the faithful mirror (sandbox/mirror/build --graph nvidia) with real apt on a debian12
-sandbox node set up NVIDIA's way: cuda-keyring's source and key, and NVIDIA's pinning package for another branch.
+"""The package engine against the mirror (sandbox/mirror: the driver graph as NVIDIA's has it) with real apt on a
+debian12 sandbox node set up NVIDIA's way: cuda-keyring's source and key, and NVIDIA's pinning package for
+another branch.
 
 - the old glob pin fails exactly as users report it (parts outside the glob stay at the newer branch's candidate);
 - apt_source adopts cuda-keyring's definition (a second one with another Signed-By breaks every apt command);
@@ -74,7 +75,7 @@ def dpkg():
 
 
 def engine_args(version):
-    spec = driver_set(version, "open", "compute", fabricmanager=True)
+    spec = driver_set(version, flavor="open", scope="compute", fabricmanager=True)
     return {
         "name": "nvidia-driver",
         "label": "nvidia_driver_version",
@@ -98,7 +99,7 @@ def setup(tmp_path_factory):
         port = s.getsockname()[1]
     out = ROOT / ".cache" / "mirror-engine"
     base = f"http://127.0.0.1:{port}"
-    sh(ROOT / "sandbox/mirror/build", "--out", out, "--graph", "nvidia", "--url", base)
+    sh(ROOT / "sandbox/mirror/build", "--out", out, "--url", base)
     sh(ROOT / "sandbox/mirror/serve", "start", "--dir", out, "--port", port)
     profile = json.loads((ROOT / "sandbox/nvml-sim/profiles/a100-sxm4-40gb-x8-nvswitch.json").read_text())
     profile["host"].pop("kernel_module_version", None)  # the installed library decides what NVML reports

@@ -66,8 +66,8 @@ def packages(name):
     """{package: (version, selection)} of the driver parts the upgrade must keep together."""
     out = node(
         name,
-        "dpkg-query -W -f '${Package} ${Version} ${Status}\\n' libnvidia-ml1 nvidia-open "
-        "nvidia-kernel-open-dkms 'nvidia-fabricmanager-*' 2>/dev/null",
+        "dpkg-query -W -f '${Package} ${Version} ${Status}\\n' libnvidia-ml1 nvidia-driver-cuda firmware-nvidia-gsp "
+        "nvidia-kernel-open-dkms 'nvidia-fabricmanager*' 'libnvidia-nscq*' 2>/dev/null",
         check=False,
     )
     return {f[0]: (f[1], f[2]) for f in (line.split() for line in out.splitlines()) if f[-1] == "installed"}
@@ -106,6 +106,8 @@ def assert_at(name, version):
     pkgs = packages(name)
     assert pkgs["libnvidia-ml1"] == (f"{version}-1", "hold"), pkgs
     assert pkgs["nvidia-fabricmanager-570"] == (f"{version}-1", "hold"), pkgs  # Fabric Manager equals the driver
+    # A part that only arrives through dependencies (outside any name glob) moved and is held with the rest.
+    assert pkgs["firmware-nvidia-gsp"] == pkgs["libnvidia-nscq-570"] == (f"{version}-1", "hold"), pkgs
     assert nvml_driver(name) == version
 
 

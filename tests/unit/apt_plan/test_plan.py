@@ -63,7 +63,7 @@ def test_madison_of_the_mirror_keeps_only_the_named_repository():
 
 
 @pytest.mark.parametrize(
-    ("request_", "version", "suffix", "expect"),
+    ("request_", "version", "revision", "expect"),
     [
         ("570", "570.133.20-1", "", True),
         ("570", "5700.1-1", "", False),
@@ -74,13 +74,15 @@ def test_madison_of_the_mirror_keeps_only_the_named_repository():
         ("12.8", "12.8.93-1", "", True),
         ("12.8", "12.80.1-1", "", False),
         ("9.8.0", "9.8.0.87-1", "", True),
-        ("2.26.2", "2.26.2-1+cuda12.8", "+cuda12.8", True),
-        ("2.26.2", "2.26.2-1+cuda12.4", "+cuda12.8", False),
-        ("2.26.2", "2.26.2-1+cuda12.8", "+cuda12.80", False),
+        ("2.26.2", "2.26.2-1+cuda12.8", "*+cuda12.8", True),
+        ("8.9.7", "8.9.7.29-1+cuda12.2", "*+cuda12.*", True),
+        ("8.9.7", "8.9.7.29-1+cuda11.8", "*+cuda12.*", False),
+        ("2.26.2", "2.26.2-1+cuda12.4", "*+cuda12.8", False),
+        ("2.26.2", "2.26.2-1+cuda12.8", "*+cuda12.80", False),
     ],
 )
-def test_request_matches_on_dot_boundaries(request_, version, suffix, expect):
-    assert ap.matches(request_, version, suffix) is expect
+def test_request_matches_on_dot_boundaries(request_, version, revision, expect):
+    assert ap.matches(request_, version, revision) is expect
 
 
 OFFERED = ["580.95.05-1", "570.172.08-1", "570.133.20-1", "570.124.06-1", "570.86.15-1"]
@@ -207,7 +209,7 @@ def test_pin_text_is_nvidias_source_pin_with_the_origin_excluded():
         ("version", ""),
         ("pin", ["nvidia-*\nPin-Priority: 1001"]),
         ("exclude_origins", ["Debian\nPackage: *"]),
-        ("suffix", "+cuda 12.8"),
+        ("revision", "+cuda 12.8"),
         ("remove", ["*; rm -rf /"]),
     ],
 )
@@ -219,7 +221,7 @@ def test_arguments_that_would_reach_a_file_or_argv_are_refused(key, value):
         "version": "570",
         "series": None,
         "pin_version": None,
-        "suffix": "",
+        "revision": "",
         "pin": [],
         "members": [],
         "remove": [],

@@ -40,6 +40,13 @@ def test_disabled_definitions_are_no_longer_found_and_say_why():
     assert "# Disabled by gpufleet.stack" in files["/a.list"] and "Enabled: no" in files["/b.sources"]
 
 
+def test_the_container_toolkit_guides_arch_variable_is_this_hosts_architecture():
+    path = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"
+    found = src.find({path: CTK_LIST}, "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/")
+    assert [f["signed_by"] for f in found] == ["/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"]
+    assert src.find({path: CTK_LIST}, "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/", "arm64") == []
+
+
 def test_a_disabled_deb822_stanza_is_not_a_definition():
     assert src.find({"/x.sources": OURS + "Enabled: no\n"}, CUDA) == []
     assert len(src.find({"/x.sources": OURS + "\n" + OURS}, CUDA)) == 2

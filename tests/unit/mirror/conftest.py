@@ -47,16 +47,3 @@ def extract(mirror, rel, name, version, dest):
     deb = mirror / "www" / rel / f"{name}_{version}_amd64.deb"
     subprocess.run(["dpkg-deb", "-x", deb, dest], check=True)
     return dest
-
-
-@pytest.fixture(scope="session")
-def nvidia_mirror():
-    """The mirror with the driver as NVIDIA's repository has it (--graph nvidia; driver_graph.py)."""
-    missing = [tool for tool in ("dpkg-deb", "gpg", "gpgv", "cc") if not shutil.which(tool)]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} missing: would build the faithful mirror and compare its graph")
-    out = ROOT / ".cache" / "mirror-unit-nvidia"
-    argv = [MIRROR / "build", "--out", out, "--graph", "nvidia"]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return out

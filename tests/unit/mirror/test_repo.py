@@ -66,16 +66,19 @@ def test_cuda_repo_driver_branches_and_flavours(mirror, rel):
     good570 = ["570.124.06-1", "570.133.20-1", "570.172.08-1"]
     assert versions(stanzas, "nvidia-open-550") == good550
     assert versions(stanzas, "cuda-drivers-570") == ["570.86.15-1", *good570]  # 570.86.15: the broken one
+    assert versions(stanzas, "nvidia-open-580") == ["580.95.05-1", "580.105.08-1"]
     for branch, vers in (("550", good550), ("570", good570)):
         assert versions(stanzas, f"nvidia-fabricmanager-{branch}") == versions(stanzas, f"nvidia-open-{branch}")
         for ver in vers:
-            assert depends(stanzas, f"nvidia-open-{branch}", ver) == f"nvidia-open (= {ver})"
-            assert f"nvidia-kernel-open-dkms (= {ver})" in depends(stanzas, "nvidia-open", ver)
-            assert f"nvidia-kernel-dkms (= {ver})" in depends(stanzas, "cuda-drivers", ver)
+            up = ver.removesuffix("-1")
+            # NVIDIA's metapackages: unversioned names with >= (no upper bound), so only a pin holds a branch.
+            assert depends(stanzas, "nvidia-open", ver) == f"nvidia-open-{branch} (>= {up})"
+            assert f"nvidia-kernel-open-dkms (>= {up})" in depends(stanzas, f"nvidia-open-{branch}", ver)
+            assert f"nvidia-kernel-dkms (>= {up})" in depends(stanzas, f"cuda-drivers-{branch}", ver)
             assert f"libnvidia-ml1 (= {ver})" in depends(stanzas, "nvidia-driver-cuda", ver)
     open_dkms = next(s for s in stanzas if s["Package"] == "nvidia-kernel-open-dkms")
     assert open_dkms["Conflicts"] == "nvidia-kernel-dkms"
-    assert open_dkms["Provides"].startswith("nvidia-kernel-dkms-any (= ")
+    assert "nvidia-kernel-dkms-any (= " in open_dkms["Provides"]
     assert not [s for s in stanzas if s["Package"].startswith(("nvidia-container", "libnvidia-container"))]
 
 

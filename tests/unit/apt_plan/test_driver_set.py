@@ -1,0 +1,42 @@
+"""The driver's package set (module_utils/_driver_set.py): compute-only by default, Fabric Manager and companions
+named as the branch names them, the other flavour and NVIDIA's pinning packages removed, Debian's set for distro."""
+
+import fnmatch
+
+from ansible_collections.gpufleet.stack.plugins.module_utils._driver_set import driver_set
+
+
+def test_compute_only_open_570_with_fabric_manager():
+    spec = driver_set("570.133.20", flavor="open", fabricmanager=True)
+    assert spec["packages"] == [
+        "nvidia-driver-cuda",
+        "nvidia-kernel-open-dkms",
+        "nvidia-fabricmanager-570",
+        "libnvidia-nscq-570",
+        "libnvsdm-570",
+    ]
+    assert "src:nvidia-graphics-drivers" in spec["pin"] and "src:fabricmanager" in spec["pin"]
+    assert not any("*" in s for s in spec["pin"])  # never src:*nvidia*: it would exclude Debian's contrib helpers
+    for name in ("nvidia-kernel-dkms", "cuda-drivers-570", "nvidia-driver-pinning-580", "nvidia-fabricmanager"):
+        assert any(fnmatch.fnmatchcase(name, s) for s in spec["remove"]), name
+
+
+def test_580_names_fabric_manager_without_the_branch():
+    spec = driver_set("580", flavor="proprietary", fabricmanager=True, imex=True)
+    assert spec["packages"][:2] == ["nvidia-driver-cuda", "nvidia-kernel-dkms"]
+    assert spec["fabric"] == ["nvidia-fabricmanager", "libnvidia-nscq", "libnvsdm", "nvidia-imex"]
+    assert any(fnmatch.fnmatchcase("nvidia-fabricmanager-570", s) for s in spec["remove"])
+    assert any(fnmatch.fnmatchcase("nvidia-kernel-open-dkms", s) for s in spec["remove"])
+
+
+def test_full_scope_adds_the_branch_metapackages_and_550_has_no_nvsdm():
+    spec = driver_set("550.127.08", flavor="open", scope="full", fabricmanager=True)
+    assert spec["packages"][2:4] == ["nvidia-open", "nvidia-open-550"]
+    assert spec["fabric"] == ["nvidia-fabricmanager-550", "libnvidia-nscq-550"]
+
+
+def test_distro_channel_is_debians_set_and_ignores_nvidias_repository():
+    spec = driver_set("550.163.01", channel="distro", packages=["nvidia-smi", "libnvidia-ml1"], kernel=True)
+    assert spec["packages"] == ["nvidia-smi", "libnvidia-ml1", "nvidia-open-kernel-dkms"]
+    assert (spec["same_version"], spec["series"], spec["pin_version"]) == (True, None, None)
+    assert spec["exclude_urls"] == ["/compute/cuda/repos/"] and spec["exclude_origins"] == []
