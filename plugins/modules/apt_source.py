@@ -85,10 +85,10 @@ source:
 
 import glob
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_sources as src
+from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import write
 from ansible_collections.gpufleet.stack.plugins.module_utils._openpgp import KeyError_, normalize, primary_fingerprints
 
 MAIN = "/etc/apt/sources.list"
@@ -109,14 +109,6 @@ def keyring_fingerprints(path):
             return primary_fingerprints(f.read())[1]
     except (OSError, KeyError_):
         return []
-
-
-def write(module, path, text):
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".gpufleet-source.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    module.atomic_move(tmp, path)
 
 
 def main():

@@ -82,9 +82,9 @@ changed_files:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import write
 
 
 def read(dest):
@@ -94,17 +94,6 @@ def read(dest):
             return f.read(), os.stat(dest).st_mode & 0o7777
     except FileNotFoundError:
         return None, None
-
-
-def write(module, dest, data, mode):
-    parent = os.path.dirname(dest)
-    os.makedirs(parent, mode=0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(dest)}.")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.chmod(tmp, mode)
-    module.atomic_move(tmp, dest)
-    os.chmod(dest, mode)  # atomic_move keeps the old file's mode
 
 
 def main():

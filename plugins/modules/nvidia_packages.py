@@ -189,11 +189,9 @@ failed_packages:
   elements: str
 """
 
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_plan as ap
+from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import write
 
 PIN_DIR = "/etc/apt/preferences.d"
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
@@ -223,12 +221,7 @@ def write_pin(module, path, text):
     except FileNotFoundError:
         pass
     if not module.check_mode:
-        fd, tmp = tempfile.mkstemp(dir=PIN_DIR, prefix=".gpufleet-pin.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        module.atomic_move(tmp, path)
-        os.chmod(path, 0o644)
+        write(module, path, text)
     return True
 
 
