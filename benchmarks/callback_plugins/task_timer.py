@@ -42,6 +42,8 @@ class CallbackModule(CallbackBase):
                     {
                         "host": key[0],
                         "task": result._task.get_name(),
+                        "action": result._task.action,
+                        "delegated": bool(result._task.delegate_to),
                         "status": status,
                         "seconds": time.monotonic() - started,
                     }
