@@ -109,7 +109,7 @@ attributes:
     details: Reports the versions it would choose and the transaction it would run; changes nothing.
   diff_mode:
     support: full
-    details: Shows the pin file and the package versions before and after.
+    details: Shows the set's package versions before and after (the pin file's text is not diffed).
   platform:
     platforms: debian
 seealso:
@@ -266,8 +266,9 @@ def main():
     reference = p["reference"] or p["packages"][0]
     pin_file = f"{PIN_DIR}/gpufleet-{p['name']}.pref"
     installed = read_dpkg(module)
-    offers = read_offers(module, sorted(set(p["packages"]) | {reference} | set(ap.members(installed, p["members"]))))
+    # The set as the host has it now: what to install and every installed member.
     scope = sorted(set(p["packages"]) | set(ap.members(installed, p["members"])))
+    offers = read_offers(module, sorted(set(scope) | {reference}))
     result = {
         "pin_file": pin_file,
         "before": set_versions(installed, scope),
