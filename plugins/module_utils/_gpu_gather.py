@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import json
 import os
+import sys
 
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_health as health
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_host as host
@@ -23,6 +24,8 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_nvml import (
 
 LIBRARY = "libnvidia-ml.so.1"  # the soname pynvml loads on Linux
 SIM_MARKER = "gpufleet_nvml_sim_profile_path"
+# Where the pynvml role puts nvidia-ml-py (roles/pynvml/vars/main.yml); searched before the interpreter's own paths.
+BINDINGS_DIR = "/usr/local/lib/gpufleet/python"
 
 
 def _mapped_path(fragment):
@@ -157,15 +160,25 @@ def empty_facts():
         "kernel_log": {"read": False, "source": None, "note": None, "xid_lines": []},
         "source": "sysfs",
         "simulated": False,
+        "nvml_bindings": None,
     }
 
 
-def _import_pynvml():
+def _import_pynvml(bindings_dir=BINDINGS_DIR):
+    """(pynvml module or None, {"path", "version"} or None): the collection's copy first, else the interpreter's."""
+    if os.path.isfile(os.path.join(bindings_dir, "pynvml.py")) and bindings_dir not in sys.path:
+        sys.path.insert(0, bindings_dir)
     try:
         import pynvml
     except ImportError:
-        return None
-    return pynvml
+        return None, None
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        release = version("nvidia-ml-py")
+    except (ImportError, PackageNotFoundError):
+        release = None  # Debian's python3-pynvml, or a copied file without its metadata
+    return pynvml, {"path": getattr(pynvml, "__file__", None), "version": release}
 
 
 def _run_nvml(facts, nvml, params, kmod):
@@ -226,7 +239,7 @@ def gather(params, read_kernel_log, probe=None):
             *host.classify_init_error(host.NVML_ERROR_LIB_RM_VERSION_MISMATCH, probe.get("version"), kmod["version"]),
         )
     facts["driver_state"], facts["driver_state_reason"] = state, reason
-    nvml = _import_pynvml() if call_init else None
+    nvml, facts["nvml_bindings"] = _import_pynvml() if call_init else (None, None)
     if call_init and nvml is None:
         facts["driver_state"] = "error"
         facts["driver_state_reason"] = "the pynvml module (PyPI nvidia-ml-py) is not installed on the managed host"

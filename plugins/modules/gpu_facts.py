@@ -116,8 +116,10 @@ ansible_facts:
         - Other keys are C(driver_state_reason), C(library_version), C(kernel_module_version), C(nvml_version),
           C(kernel_module_flavor) (open, proprietary or null), C(nouveau_loaded), C(pci_devices),
           C(nvswitch_present), C(fabricmanager_required), C(gpu_count), C(topology) (C("0-1") to an NVML
-          topology level name), C(labels), C(kernel_log), C(source) (nvml, nvml-simulator or sysfs) and
-          C(simulated).
+          topology level name), C(labels), C(kernel_log), C(source) (nvml, nvml-simulator or sysfs),
+          C(simulated) and C(nvml_bindings) (C(path) and C(version) of the pynvml imported, null when NVML was not
+          called; the collection's copy in C(/usr/local/lib/gpufleet/python), put there by the
+          C(gpufleet.stack.pynvml) role, comes first).
       returned: always
       type: dict
       contains:

@@ -75,7 +75,8 @@ def packages(name):
 
 def nvml_driver(name):
     script = "import pynvml as n; n.nvmlInit(); print(n.nvmlSystemGetDriverVersion())"
-    return node(name, f"python3 -c '{script}'").strip()
+    # The bindings the collection installed (roles/pynvml), as gpu_facts imports them.
+    return node(name, f"PYTHONPATH=/usr/local/lib/gpufleet/python python3 -c '{script}'").strip()
 
 
 def slurm_node(name):

@@ -115,7 +115,7 @@ def test_missing_pynvml_gives_facts(capsys, monkeypatch, roots, fake_root):
     fake_root.module("nvidia")
     fake_root.write("proc/driver/nvidia/version", fixture_text("proc-version-open-570.txt"))
     monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
-    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: None)
+    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: (None, None))
     rc, result = run_main(capsys, roots)
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert rc == 0
@@ -124,11 +124,31 @@ def test_missing_pynvml_gives_facts(capsys, monkeypatch, roots, fake_root):
     assert (facts["kernel_module_version"], facts["kernel_module_flavor"]) == ("570.133.20", "open")
 
 
+def test_the_collections_bindings_come_first_and_say_their_version(tmp_path):
+    """What the pynvml role writes (pynvml.py and an unversioned dist-info) wins over the interpreter's own
+    nvidia-ml-py (this venv has one), and importlib.metadata reports its release. A fresh process: this one has
+    imported pynvml already."""
+    (tmp_path / "nvidia_ml_py.dist-info").mkdir()
+    metadata = "Metadata-Version: 2.4\nName: nvidia-ml-py\nVersion: 99.1\n"
+    (tmp_path / "nvidia_ml_py.dist-info" / "METADATA").write_text(metadata)
+    (tmp_path / "pynvml.py").write_text("FROM = 'collection'\n")
+    code = (
+        "import json\n"
+        "from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_gather\n"
+        f"nvml, bindings = _gpu_gather._import_pynvml({str(tmp_path)!r})\n"
+        "print(json.dumps([nvml.FROM, bindings]))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "collections"))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == ["collection", {"path": str(tmp_path / "pynvml.py"), "version": "99.1"}]
+
+
 def test_unsupported_queries_are_null(capsys, monkeypatch, roots, fake_root):
     fake_root.module("nvidia")
     fake = Unsupported(count=2)
     monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
-    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: fake)
+    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: (fake, {"path": "fake", "version": None}))
     result = run_main(capsys, roots)[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert (facts["driver_state"], facts["driver_version"], facts["cuda_driver_version"]) == (
@@ -169,7 +189,7 @@ def test_init_mismatch_from_nvml(capsys, monkeypatch, roots, fake_root):
     monkeypatch.setattr(
         _gpu_gather, "probe_library", lambda: {**REAL_LIB, "path": "/opt/libnvidia-ml.so.1", "version": None}
     )
-    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: fake)
+    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: (fake, {"path": "fake", "version": None}))
     result = run_main(capsys, roots)[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert facts["driver_state"] == "mismatch"

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -307,4 +308,6 @@ def test_debian_python3_pynvml_gives_the_same_facts(profile, tmp_path, debian_py
     old = json.loads(run_replay(profile, [sys.executable, "-c", script], tmp_path))["ansible_facts"]["gpufleet_gpu"]
     new = facts_for(profile, tmp_path)
     assert old["gpu_count"] == new["gpu_count"] > 0, name
+    assert old.pop("nvml_bindings")["path"].startswith(str(path)), name  # the facts say which bindings they used
+    assert new.pop("nvml_bindings")["version"] == version("nvidia-ml-py")
     assert old == new
