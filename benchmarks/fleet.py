@@ -10,7 +10,7 @@
    this one, alternating, so a change's effect on the converged run is measured side by side.
 
     .venv/bin/python benchmarks/fleet.py [--nodes 4] [--serial 2] [--rounds 3] [--no-upgrade]
-                                         [--compare-ref REF] [--keep]
+                                         [--compare-ref REF] [--keep] [--tasks]
 """
 
 from __future__ import annotations
@@ -93,7 +93,18 @@ def host_side_runs(times_file):
     return statistics.median(per_host.values()) if per_host else 0
 
 
-def site_bench(inventory, base, cache, nodes):
+def print_host_side(times_file):
+    """The converged run's host-side module runs of one host, slowest first: where a converged run's time goes."""
+    rows = [json.loads(line) for line in Path(times_file).read_text().splitlines()]
+    host = min(r["host"] for r in rows)
+    mine = [r for r in rows if r["host"] == host and r["status"] in ("ok", "failed")]
+    on_host = [r for r in mine if not r["delegated"] and r["action"].rsplit(".", 1)[-1] not in CONTROLLER_ACTIONS]
+    print(f"  {host}: {len(mine)} tasks ran, {sum(r['seconds'] for r in mine):.1f} s; on the host:")
+    for r in sorted(on_host, key=lambda r: -r["seconds"]):
+        print(f"    {r['seconds']:5.2f} s  {r['action']:<34} {r['task']}")
+
+
+def site_bench(inventory, base, cache, nodes, show_tasks=False):
     site = ROOT / "site.yml"
     first, recap1 = playbook(inventory, [base], site, *cache)
     times = inventory.parent / "task-times.jsonl"
@@ -113,6 +124,8 @@ def site_bench(inventory, base, cache, nodes):
     )
     print(f"  host-side module runs per host in the second run: {host_side_runs(times):.0f}  (goal <= 15)")
     print(f"  ratio second/first = {second / first:.2f}  (goal <= 0.25, 0 changed, <= 80 tasks per host)", flush=True)
+    if show_tasks:
+        print_host_side(times)
 
 
 def compare_bench(inventory, base, cache, ref, rounds):
@@ -166,6 +179,7 @@ def main():
     p.add_argument("--no-upgrade", action="store_true", help="skip the rolling upgrade measurement")
     p.add_argument("--compare-ref", metavar="REF", help="also time converged site.yml runs of this commit vs REF")
     p.add_argument("--keep", action="store_true", help="leave the benchmark nodes running")
+    p.add_argument("--tasks", action="store_true", help="list the converged run's host-side module runs of one host")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gpufleet-bench-fleet-"))
     inventory = work / "hosts.yml"
@@ -190,7 +204,7 @@ def main():
                 inventory,
             ]
         )
-        site_bench(inventory, base, cache, args.nodes)
+        site_bench(inventory, base, cache, args.nodes, args.tasks)
         if args.compare_ref:
             compare_bench(inventory, base, cache, args.compare_ref, args.rounds)
         if not args.no_upgrade:

@@ -61,3 +61,23 @@ def run_module(ansible_env):
         return proc.returncode, json.loads(out[out.index("{") :]) if "{" in out else {"msg": out + proc.stderr}
 
     return run
+
+
+@pytest.fixture
+def nvml_bindings(ansible_env):
+    """install(inventory): what the playbooks do before gpu_facts (roles/pynvml), ad hoc on every host of the
+    inventory. Sandbox nodes come without pynvml: the collection must put it there."""
+
+    def install(inventory):
+        proc = subprocess.run(
+            [Path(sys.executable).parent / "ansible", "all", "-i", inventory, "-o"]
+            + ["-m", "ansible.builtin.include_role", "-a", "name=gpufleet.stack.pynvml"],
+            env=ansible_env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    return install

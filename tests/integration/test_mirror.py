@@ -86,7 +86,7 @@ def mirror_node(served_mirror, tmp_path, request):
         sh(*fleet, "--image", image, "--profile", tmp_path / "profile.json")
         # --profile also preinstalls a simulator library (as a driver installed outside apt would be); ldconfig
         # would keep pointing libnvidia-ml.so.1 at it when its version is newer. Here the driver package alone
-        # must provide NVML, so only the profile and pynvml stay.
+        # must provide NVML, so only the profile stays.
         node("rm -f /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.* && ldconfig")
         sh("docker", "cp", out / "www/keys/gpufleet-mirror.gpg", f"{NODE}:{KEYRING}")
         base = f"http://127.0.0.1:{port}"
@@ -108,7 +108,8 @@ def mirror_node(served_mirror, tmp_path, request):
 
 
 @pytest.mark.parametrize("mirror_node", ["debian12"], indirect=True)
-def test_open_570_and_cuda_12_8_install_and_upgrade(mirror_node, ansible_env):
+def test_open_570_and_cuda_12_8_install_and_upgrade(mirror_node, ansible_env, nvml_bindings):
+    nvml_bindings(mirror_node)
     pin("570.133.20")
     node(
         f"DEBIAN_FRONTEND=noninteractive {APT} install -y --no-install-recommends nvidia-driver-cuda"
@@ -144,8 +145,9 @@ def test_open_570_and_cuda_12_8_install_and_upgrade(mirror_node, ansible_env):
 
 
 @pytest.mark.parametrize("mirror_node", ["debian13"], indirect=True)
-def test_proprietary_550_and_cuda_12_4_on_debian13(mirror_node, ansible_env):
+def test_proprietary_550_and_cuda_12_4_on_debian13(mirror_node, ansible_env, nvml_bindings):
     """The other flavour, branch, toolkit, cuDNN and NCCL, on Debian 13 (whose apt verifies with sqv)."""
+    nvml_bindings(mirror_node)
     pin("550.127.08")
     node(
         f"DEBIAN_FRONTEND=noninteractive {APT} install -y --no-install-recommends nvidia-driver-cuda nvidia-kernel-dkms"

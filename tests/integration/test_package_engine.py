@@ -123,8 +123,9 @@ def setup(tmp_path_factory):
         sh(ROOT / "sandbox/mirror/serve", "stop", "--dir", out, check=False)
 
 
-def test_engine_on_a_node_set_up_nvidias_way(setup, ansible_env):
+def test_engine_on_a_node_set_up_nvidias_way(setup, ansible_env, nvml_bindings):
     inv, env = setup["inventory"], dict(ansible_env, ANSIBLE_DEPRECATION_WARNINGS="0")
+    nvml_bindings(inv)
     uri = f"{setup['base']}/{REPO}/"
     ours = f"Types: deb\nURIs: {uri}\nSuites: /\nSigned-By: /usr/share/keyrings/gpufleet-nvidia-cuda.gpg\n"
     sh(
