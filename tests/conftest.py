@@ -69,9 +69,9 @@ def nvml_bindings(ansible_env):
     inventory. Sandbox nodes come without pynvml: the collection must put it there."""
 
     def install(inventory):
+        role = ["-m", "ansible.builtin.include_role", "-a", "name=gpufleet.stack.pynvml"]
         proc = subprocess.run(
-            [Path(sys.executable).parent / "ansible", "all", "-i", inventory, "-o"]
-            + ["-m", "ansible.builtin.include_role", "-a", "name=gpufleet.stack.pynvml"],
+            [Path(sys.executable).parent / "ansible", "all", "-i", inventory, "-o", *role],
             env=ansible_env,
             capture_output=True,
             text=True,
