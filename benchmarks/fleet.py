@@ -75,21 +75,23 @@ def totals(recap):
     return sum(v[1] for v in recap.values()), statistics.median(v[0] + v[3] for v in recap.values())
 
 
-# Actions that run on the controller whatever the host: everything else is a module shipped to and run on the host.
+# Actions that run on the controller whatever the host: everything else is a module shipped to and run on the host
+# (stack_assert without versions: runs stack_facts there; python_wheel: config_files).
 CONTROLLER_ACTIONS = {
     "set_fact", "assert", "debug", "fail", "meta", "include_role", "import_role", "include_tasks", "import_tasks",
-    "include_vars", "stack_assert", "fleet_report", "add_host", "group_by", "validate_argument_spec",
+    "include_vars", "fleet_report", "add_host", "group_by", "validate_argument_spec",
 }  # fmt: skip
 
 
 def host_side_runs(times_file):
-    """Median per host of the tasks that ran (not skipped) as a module on the host itself."""
+    """Median per host of the module runs on the host itself: tasks that ran (not skipped), a loop once per item."""
     per_host = {}
     for line in Path(times_file).read_text().splitlines():
         row = json.loads(line)
         action = row.get("action", "").rsplit(".", 1)[-1]
         on_host = not row.get("delegated") and action not in CONTROLLER_ACTIONS
-        per_host[row["host"]] = per_host.get(row["host"], 0) + (on_host and row["status"] in ("ok", "failed"))
+        runs = row.get("runs", 1) if on_host and row["status"] in ("ok", "failed") else 0
+        per_host[row["host"]] = per_host.get(row["host"], 0) + runs
     return statistics.median(per_host.values()) if per_host else 0
 
 
@@ -101,7 +103,8 @@ def print_host_side(times_file):
     on_host = [r for r in mine if not r["delegated"] and r["action"].rsplit(".", 1)[-1] not in CONTROLLER_ACTIONS]
     print(f"  {host}: {len(mine)} tasks ran, {sum(r['seconds'] for r in mine):.1f} s; on the host:")
     for r in sorted(on_host, key=lambda r: -r["seconds"]):
-        print(f"    {r['seconds']:5.2f} s  {r['action']:<34} {r['task']}")
+        runs = f" ({r.get('runs', 1)} runs)" if r.get("runs", 1) != 1 else ""
+        print(f"    {r['seconds']:5.2f} s  {r['action']:<34} {r['task']}{runs}")
 
 
 def site_bench(inventory, base, cache, nodes, show_tasks=False):

@@ -45,6 +45,10 @@ class CallbackModule(CallbackBase):
                         "action": result._task.action,
                         "delegated": bool(result._task.delegate_to),
                         "status": status,
+                        # A loop runs its module once per item: the items that ran, not the one task.
+                        "runs": sum(not r.get("skipped") for r in result._result["results"])
+                        if isinstance(result._result.get("results"), list)
+                        else 1,
                         "seconds": time.monotonic() - started,
                     }
                 )
