@@ -1,0 +1,203 @@
+#!/usr/bin/python
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: container_runtime
+short_description: The nvidia runtime merged into container engines' configs, and the CDI spec, by nvidia-ctk
+version_added: "0.1.0"
+description:
+  - For each engine of O(engines), asks C(nvidia-ctk runtime configure --runtime=<engine> --config=<file> --dry-run)
+    (NVIDIA's documented merge, which keeps every other key of the file) for the merged file, and writes it only when
+    it differs from the file, atomically, keeping the file's mode (a new file is C(0644) in a C(0755) directory), with
+    a backup of the old file beside it. Docker's C(daemon.json) must parse as JSON before it replaces the old one.
+  - When O(cdi) and one of O(driver_paths) exists (a loaded driver, since C(nvidia-ctk cdi generate) needs NVML), writes
+    C(nvidia-ctk cdi generate)'s spec to O(cdi_spec) when it differs; otherwise says why not in RV(cdi).
+  - One module run for every engine and the spec; C(--output) would rewrite the files (and report a change) on every
+    run, so nvidia-ctk only prints and the module compares.
+author:
+  - gpufleet.stack maintainers (@gpufleet)
+options:
+  engines:
+    description:
+      - "Engine to config file: C(docker: /etc/docker/daemon.json), C(containerd: /etc/containerd/config.toml)."
+    type: dict
+    required: true
+  default_runtime:
+    description: Make C(nvidia) the engines' default runtime (C(--set-as-default)); false leaves the default as it is.
+    type: bool
+    default: false
+  ctk:
+    description: Path of C(nvidia-ctk).
+    type: path
+    default: /usr/bin/nvidia-ctk
+  cdi:
+    description: Write the CDI spec when a driver is loaded.
+    type: bool
+    default: true
+  cdi_spec:
+    description: Where the CDI spec goes.
+    type: path
+    default: /etc/cdi/nvidia.yaml
+  driver_paths:
+    description: Paths a loaded NVIDIA driver leaves; any one present means loaded.
+    type: list
+    elements: path
+    default: [/dev/nvidiactl, /proc/driver/nvidia]
+extends_documentation_fragment:
+  - gpufleet.stack.attributes
+attributes:
+  check_mode:
+    support: full
+    details: >-
+      Runs nvidia-ctk (it only prints) and reports what would change; where nvidia-ctk is not installed yet (its
+      install is itself only predicted) every config is reported as changing.
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+seealso:
+  - module: gpufleet.stack.nvidia_packages
+"""
+
+EXAMPLES = r"""
+- name: Merge the nvidia runtime into Docker and containerd, CDI spec when a driver is loaded
+  gpufleet.stack.container_runtime:
+    engines:
+      docker: /etc/docker/daemon.json
+      containerd: /etc/containerd/config.toml
+  register: runtime
+  notify: restart the engines in runtime.changed_engines
+"""
+
+RETURN = r"""
+configs:
+  description: Each engine's config, with whether it changed and where the old file was saved.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"engine": "docker", "path": "/etc/docker/daemon.json", "changed": true, "backup": ""}]
+changed_engines:
+  description: The engines whose config changed (or would), for restarting only those.
+  returned: always
+  type: list
+  elements: str
+cdi:
+  description: "C(path), C(generated) (whether a spec is written for a loaded driver), C(changed), C(reason)."
+  returned: always
+  type: dict
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import write
+
+
+def read(path):
+    """(text, mode) of path, or (None, None) when it does not exist."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(), os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        return None, None
+
+
+def cdi_decision(cdi, driver_paths, present):
+    """(generate, reason): a spec only for a loaded driver (nvidia-ctk cdi generate asks NVML)."""
+    if not cdi:
+        return False, "container_toolkit_cdi is false"
+    if present:
+        return True, f"driver loaded ({', '.join(present)})"
+    return False, (
+        f"no NVIDIA driver loaded ({' and '.join(driver_paths)} absent): nvidia-ctk cdi generate needs NVML; "
+        "run the role again once the driver is loaded"
+    )
+
+
+class Files:
+    """Writes what differs (not in check mode), keeping modes and backups, and collects the diffs."""
+
+    def __init__(self, module):
+        self.module, self.diffs = module, []
+
+    def ensure(self, path, text, validate=None):
+        current, mode = read(path)
+        if current == text:
+            return False, ""
+        if validate:
+            validate(path, text)
+        if self.module._diff:
+            self.diffs.append({"before_header": path, "after_header": path, "before": current or "", "after": text})
+        backup = ""
+        if not self.module.check_mode:
+            if current is not None:
+                backup = self.module.backup_local(path)
+            write(self.module, path, text, 0o644 if mode is None else mode)
+        return True, backup
+
+
+def ctk_text(module, argv):
+    """nvidia-ctk's stdout, ending in one newline (what the file holds); a failure fails the module."""
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        module.fail_json(msg=f"{' '.join(argv)} failed ({rc}): {(err or out).strip()}", rc=rc)
+    return out.rstrip("\r\n") + "\n"
+
+
+def json_only(module):
+    def validate(path, text):
+        try:
+            json.loads(text)
+        except ValueError as err:
+            module.fail_json(msg=f"nvidia-ctk's merge of {path} is not JSON ({err}); the file was left as it is")
+
+    return validate
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "engines": {"type": "dict", "required": True},
+            "default_runtime": {"type": "bool", "default": False},
+            "ctk": {"type": "path", "default": "/usr/bin/nvidia-ctk"},
+            "cdi": {"type": "bool", "default": True},
+            "cdi_spec": {"type": "path", "default": "/etc/cdi/nvidia.yaml"},
+            "driver_paths": {"type": "list", "elements": "path", "default": ["/dev/nvidiactl", "/proc/driver/nvidia"]},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    ctk_present = os.access(p["ctk"], os.X_OK)
+    if not ctk_present and not module.check_mode:
+        module.fail_json(msg=f"{p['ctk']} is not installed: install the NVIDIA Container Toolkit first")
+    files, configs = Files(module), []
+    for engine, path in p["engines"].items():
+        if not ctk_present:  # check mode before the toolkit's install: that install is predicted, so is this
+            configs.append({"engine": engine, "path": path, "changed": True, "backup": ""})
+            continue
+        argv = [p["ctk"], "runtime", "configure", f"--runtime={engine}", f"--config={path}", "--dry-run"]
+        text = ctk_text(module, argv + (["--set-as-default"] if p["default_runtime"] else []))
+        changed, backup = files.ensure(path, text, json_only(module) if engine == "docker" else None)
+        configs.append({"engine": engine, "path": path, "changed": changed, "backup": backup})
+    present = [path for path in p["driver_paths"] if os.path.exists(path)]
+    generate, reason = cdi_decision(p["cdi"], p["driver_paths"], present)
+    cdi = {"path": p["cdi_spec"], "generated": generate, "changed": False, "reason": reason}
+    if generate and ctk_present:
+        cdi["changed"] = files.ensure(p["cdi_spec"], ctk_text(module, [p["ctk"], "cdi", "generate"]))[0]
+    changed_engines = [c["engine"] for c in configs if c["changed"]]
+    module.exit_json(
+        changed=bool(changed_engines) or cdi["changed"],
+        configs=configs,
+        changed_engines=changed_engines,
+        cdi=cdi,
+        diff=files.diffs,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""gpufleet.stack.container_runtime on localhost with a stand-in nvidia-ctk that merges as the real one does for
+Docker (the nvidia runtime added, every other key kept): written once, modes and backups kept, check mode, CDI
+only with a driver, refusals."""
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+# Prints the merge as `nvidia-ctk runtime configure --dry-run` does; `cdi generate` prints a spec. CTK_BROKEN=1
+# prints something that is not JSON.
+FAKE_CTK = r"""#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+if args[:2] == ["cdi", "generate"]:
+    print("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all")
+    sys.exit(0)
+opts = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+if os.environ.get("CTK_BROKEN"):
+    print("{not json")
+    sys.exit(0)
+if opts["runtime"] == "containerd":
+    print('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]')
+    print('  runtime_type = "io.containerd.runc.v2"')
+    sys.exit(0)
+try:
+    conf = json.load(open(opts["config"]))
+except FileNotFoundError:
+    conf = {}
+conf.setdefault("runtimes", {})["nvidia"] = {"args": [], "path": "nvidia-container-runtime"}
+if "--set-as-default" in args:
+    conf["default-runtime"] = "nvidia"
+print(json.dumps(conf, indent=4))
+"""
+
+
+@pytest.fixture
+def host(tmp_path):
+    ctk = tmp_path / "nvidia-ctk"
+    ctk.write_text(FAKE_CTK)
+    ctk.chmod(0o755)
+    docker = tmp_path / "etc" / "docker" / "daemon.json"
+    docker.parent.mkdir(parents=True)
+    docker.write_text('{"log-driver": "journald"}\n')
+    docker.chmod(0o600)
+    args = {
+        "engines": {"docker": str(docker), "containerd": str(tmp_path / "etc/containerd/config.toml")},
+        "ctk": str(ctk),
+        "cdi_spec": str(tmp_path / "etc/cdi/nvidia.yaml"),
+        "driver_paths": [str(tmp_path / "dev/nvidiactl"), str(tmp_path / "proc/driver/nvidia")],
+    }
+    return tmp_path, docker, args
+
+
+def test_configs_are_merged_once_keeping_keys_modes_and_a_backup(run_module, host):
+    tmp_path, docker, args = host
+    rc, result = run_module("gpufleet.stack.container_runtime", args)
+    assert rc == 0, result
+    assert result["changed_engines"] == ["docker", "containerd"]
+    merged = json.loads(docker.read_text())
+    assert merged == {
+        "log-driver": "journald",
+        "runtimes": {"nvidia": {"args": [], "path": "nvidia-container-runtime"}},
+    }
+    assert stat.S_IMODE(docker.stat().st_mode) == 0o600  # the site's mode is kept
+    backup = result["configs"][0]["backup"]
+    assert backup and Path(backup).read_text() == '{"log-driver": "journald"}\n'
+    toml = tmp_path / "etc/containerd/config.toml"
+    assert stat.S_IMODE(toml.stat().st_mode) == 0o644 and stat.S_IMODE(toml.parent.stat().st_mode) == 0o755
+    rc, result = run_module("gpufleet.stack.container_runtime", args)
+    assert (rc, result["changed"], result["changed_engines"]) == (0, False, []), result
+    rc, result = run_module("gpufleet.stack.container_runtime", {**args, "default_runtime": True})
+    assert (rc, result["changed_engines"]) == (0, ["docker"]) and json.loads(docker.read_text())["default-runtime"]
+
+
+def test_check_mode_predicts_and_diff_shows_the_merge(run_module, host):
+    _tmp_path, docker, args = host
+    rc, out = run_module("gpufleet.stack.container_runtime", args, "--check", "--diff", raw=True)
+    assert rc == 0 and "CHANGED" in out and '"nvidia-container-runtime"' in out
+    assert docker.read_text() == '{"log-driver": "journald"}\n'
+
+
+def test_the_cdi_spec_only_with_a_loaded_driver(run_module, host):
+    tmp_path, _docker, args = host
+    rc, result = run_module("gpufleet.stack.container_runtime", args)
+    assert result["cdi"]["generated"] is False and "no NVIDIA driver loaded" in result["cdi"]["reason"]
+    assert not (tmp_path / "etc/cdi/nvidia.yaml").exists()
+    (tmp_path / "proc/driver/nvidia").mkdir(parents=True)
+    rc, result = run_module("gpufleet.stack.container_runtime", args)
+    assert (rc, result["cdi"]["generated"], result["cdi"]["changed"]) == (0, True, True), result
+    assert "kind: nvidia.com/gpu" in (tmp_path / "etc/cdi/nvidia.yaml").read_text()
+    rc, result = run_module("gpufleet.stack.container_runtime", args)
+    assert (rc, result["changed"]) == (0, False)
+    rc, result = run_module("gpufleet.stack.container_runtime", {**args, "cdi": False})
+    assert result["cdi"] == {**result["cdi"], "generated": False, "reason": "container_toolkit_cdi is false"}
+
+
+def test_without_nvidia_ctk_check_mode_predicts_and_a_run_refuses(run_module, host):
+    args = {**host[2], "ctk": "/nonexistent/nvidia-ctk"}
+    rc, result = run_module("gpufleet.stack.container_runtime", args, "--check")
+    assert (rc, result["changed_engines"]) == (0, ["docker", "containerd"])
+    rc, result = run_module("gpufleet.stack.container_runtime", args)
+    assert rc != 0 and "/nonexistent/nvidia-ctk is not installed" in result["msg"]
+
+
+def test_a_merge_that_is_not_json_leaves_daemon_json_alone(run_module, host, ansible_env):
+    _tmp_path, docker, args = host
+    ansible_env["CTK_BROKEN"] = "1"
+    rc, result = run_module(
+        "gpufleet.stack.container_runtime", {**args, "engines": {"docker": args["engines"]["docker"]}}
+    )
+    assert rc != 0 and "is not JSON" in result["msg"] and str(docker) in result["msg"]
+    assert docker.read_text() == '{"log-driver": "journald"}\n' and len(os.listdir(docker.parent)) == 1
