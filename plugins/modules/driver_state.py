@@ -1,0 +1,140 @@
+#!/usr/bin/python
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: driver_state
+short_description: What the NVIDIA driver's host runs now, read in one module run
+version_added: "0.1.0"
+description:
+  - Reads the Secure Boot state (C(mokutil --sb-state) when installed, else the C(SecureBoot) EFI variable, whose
+    fifth byte is 1 when it is on), the loaded nvidia kernel module's version, whether the driver's control device
+    exists, and whether the initramfs tool is installed.
+  - Read-only. The nvidia_driver role reads these once, in preflight, where it used four module runs.
+  - DKMS builds unsigned modules unless a Machine Owner Key signs them; with Secure Boot on, the kernel refuses to
+    load them (U(https://wiki.debian.org/SecureBoot#DKMS_and_secure_boot)).
+author:
+  - gpufleet.stack maintainers (@gpufleet)
+options:
+  in_container:
+    description: The kernel is not the host's own (a container); then the loaded module is the host's, not ours.
+    type: bool
+    default: false
+  module_version_file:
+    description: Where the loaded nvidia module says its version.
+    type: path
+    default: /sys/module/nvidia/version
+  device:
+    description: The driver's control device.
+    type: path
+    default: /dev/nvidiactl
+  initramfs_tool:
+    description: The initramfs tool whose presence is reported (C(update-initramfs), C(dracut)).
+    type: path
+    default: /usr/sbin/update-initramfs
+  secure_boot_var:
+    description: The EFI variable C(SecureBoot-<EFI global variable GUID>).
+    type: path
+    default: /sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c
+extends_documentation_fragment:
+  - gpufleet.stack.attributes
+  - gpufleet.stack.attributes.READ_ONLY
+attributes:
+  platform:
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Read what the driver's host runs now
+  gpufleet.stack.driver_state:
+  register: state
+"""
+
+RETURN = r"""
+running_version:
+  description: The loaded nvidia module's version; empty when none is loaded, or in a container.
+  returned: always
+  type: str
+device:
+  description: Whether the control device exists (the GPU units can start).
+  returned: always
+  type: bool
+initramfs_tool:
+  description: Whether the initramfs tool is installed.
+  returned: always
+  type: bool
+secure_boot:
+  description: "C(enabled) (bool), C(source) (mokutil, efivar or none) and C(detail) (what was read)."
+  returned: always
+  type: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def running_version(path, in_container):
+    """The loaded module's version; '' when none is loaded, or the kernel is not ours."""
+    if in_container:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def secure_boot(mokutil_answer, efivar_bytes):
+    """{enabled, source, detail} from mokutil's output (None when mokutil is absent) or the EFI variable's bytes."""
+    if mokutil_answer is not None:
+        # "SecureBoot enabled", "SecureBoot disabled", or "EFI variables are not supported on this system" (a
+        # non-zero exit that means no Secure Boot, not a failure).
+        return {"enabled": "SecureBoot enabled" in mokutil_answer, "source": "mokutil", "detail": mokutil_answer}
+    if efivar_bytes is not None and len(efivar_bytes) >= 5:
+        return {"enabled": efivar_bytes[4] == 1, "source": "efivar", "detail": f"SecureBoot byte {efivar_bytes[4]}"}
+    return {"enabled": False, "source": "none", "detail": "no mokutil and no EFI Secure Boot variable"}
+
+
+def read_bytes(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "in_container": {"type": "bool", "default": False},
+            "module_version_file": {"type": "path", "default": "/sys/module/nvidia/version"},
+            "device": {"type": "path", "default": "/dev/nvidiactl"},
+            "initramfs_tool": {"type": "path", "default": "/usr/sbin/update-initramfs"},
+            "secure_boot_var": {
+                "type": "path",
+                "default": "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c",
+            },
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    mokutil = module.get_bin_path("mokutil")
+    answer = None
+    if mokutil:
+        _rc, out, err = module.run_command([mokutil, "--sb-state"])
+        answer = (out + err).strip()
+    module.exit_json(
+        changed=False,
+        running_version=running_version(p["module_version_file"], p["in_container"]),
+        device=os.path.exists(p["device"]),
+        initramfs_tool=os.path.exists(p["initramfs_tool"]),
+        secure_boot=secure_boot(answer, None if mokutil else read_bytes(p["secure_boot_var"])),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+#!/usr/bin/python
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: systemd_units
+short_description: Several systemd units enabled (and started), read and fixed in one module run
+version_added: "0.1.0"
+description:
+  - Reads every unit of O(units) (C(systemctl is-enabled), C(is-active)) and enables, and with O(started) starts,
+    only those that are not yet. C(ansible.builtin.systemd_service) costs a module run per unit even when nothing
+    changes.
+  - O(daemon_reload) reloads systemd first (after a drop-in changed); the reload alone is not reported as a change.
+  - A unit systemd does not know fails the module, naming it.
+author:
+  - gpufleet.stack maintainers (@gpufleet)
+options:
+  units:
+    description: Unit names (C(nvidia-persistenced.service)).
+    type: list
+    elements: str
+    required: true
+  started:
+    description:
+      - Start the units that are not active. false leaves them as they are (a unit whose C(ConditionPathExists)
+        is unmet stays inactive after a start, so asking would report a change on every run).
+    type: bool
+    default: false
+  daemon_reload:
+    description: Run C(systemctl daemon-reload) first.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - gpufleet.stack.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reads and reports what it would enable or start; changes nothing.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+seealso:
+  - module: ansible.builtin.systemd_service
+"""
+
+EXAMPLES = r"""
+- name: Enable the GPU units, start them where the driver's device exists
+  gpufleet.stack.systemd_units:
+    units: [nvidia-persistenced.service, nvidia-fabricmanager.service]
+    started: "{{ device_present }}"
+"""
+
+RETURN = r"""
+units:
+  description: "Each unit: C(name), C(enabled) and C(active) as read, and C(actions) taken (C(enable), C(start))."
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def read_states(module, systemctl, units):
+    """{unit: (is-enabled answer, is-active answer)}; a unit systemd does not know is 'not-found'."""
+    states = {}
+    for unit in units:
+        _rc, enabled, _err = module.run_command([systemctl, "is-enabled", unit])
+        _rc, active, _err = module.run_command([systemctl, "is-active", unit])
+        states[unit] = (enabled.strip() or "not-found", active.strip() or "unknown")
+    return states
+
+
+def actions(enabled, active, started):
+    """What a unit needs: enable unless enabled (static and alias units count as enabled), start when asked."""
+    todo = [] if enabled in ("enabled", "enabled-runtime", "static", "alias", "indirect", "generated") else ["enable"]
+    return todo + (["start"] if started and active != "active" else [])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "units": {"type": "list", "elements": "str", "required": True},
+            "started": {"type": "bool", "default": False},
+            "daemon_reload": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    systemctl = module.get_bin_path("systemctl", required=True)
+    if p["daemon_reload"] and not module.check_mode:
+        module.run_command([systemctl, "daemon-reload"], check_rc=True)
+    results = []
+    for unit, (enabled, active) in read_states(module, systemctl, p["units"]).items():
+        if enabled == "not-found":
+            module.fail_json(msg=f"systemd has no unit {unit} (is its package installed?)", units=results)
+        todo = actions(enabled, active, p["started"])
+        for verb in todo if not module.check_mode else []:
+            rc, out, err = module.run_command([systemctl, verb, unit])
+            if rc != 0:
+                module.fail_json(msg=f"systemctl {verb} {unit} failed ({rc}): {(err or out).strip()}", units=results)
+        results.append({"name": unit, "enabled": enabled, "active": active, "actions": todo})
+    module.exit_json(changed=any(r["actions"] for r in results), units=results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""gpufleet.stack.driver_state (Secure Boot from mokutil or the EFI variable, the loaded module) and
+gpufleet.stack.systemd_units (what each unit needs), on recorded answers; driver_state once on localhost."""
+
+import pytest
+from ansible_collections.gpufleet.stack.plugins.modules import driver_state as ds
+from ansible_collections.gpufleet.stack.plugins.modules import systemd_units as su
+
+
+@pytest.mark.parametrize(
+    ("answer", "efivar", "enabled", "source"),
+    [
+        ("SecureBoot enabled", None, True, "mokutil"),
+        ("SecureBoot disabled", None, False, "mokutil"),
+        # mokutil on a host booted without EFI: a non-zero exit that means "no Secure Boot"
+        ("EFI variables are not supported on this system", None, False, "mokutil"),
+        (None, bytes([6, 0, 0, 0, 1]), True, "efivar"),  # 4 bytes of attributes, then 1 = on
+        (None, bytes([6, 0, 0, 0, 0]), False, "efivar"),
+        (None, None, False, "none"),
+    ],
+)
+def test_secure_boot(answer, efivar, enabled, source):
+    found = ds.secure_boot(answer, efivar)
+    assert (found["enabled"], found["source"]) == (enabled, source)
+
+
+def test_the_running_version_is_read_only_where_the_kernel_is_ours(tmp_path):
+    version = tmp_path / "version"
+    version.write_text("570.133.20\n")
+    assert ds.running_version(str(version), in_container=False) == "570.133.20"
+    assert ds.running_version(str(version), in_container=True) == ""
+    assert ds.running_version(str(tmp_path / "absent"), in_container=False) == ""
+
+
+def test_one_run_reads_every_part(run_module, tmp_path):
+    (tmp_path / "version").write_text("570.133.20\n")
+    (tmp_path / "nvidiactl").write_text("")
+    (tmp_path / "efivar").write_bytes(bytes([6, 0, 0, 0, 1]))
+    args = {
+        "module_version_file": str(tmp_path / "version"),
+        "device": str(tmp_path / "nvidiactl"),
+        "initramfs_tool": str(tmp_path / "update-initramfs"),
+        "secure_boot_var": str(tmp_path / "efivar"),
+    }
+    rc, result = run_module("gpufleet.stack.driver_state", args, "--check")
+    assert rc == 0, result
+    assert (result["running_version"], result["device"], result["initramfs_tool"]) == ("570.133.20", True, False)
+    assert result["changed"] is False
+    # This machine has no mokutil: the EFI variable decides.
+    assert result["secure_boot"] == {"enabled": True, "source": "efivar", "detail": "SecureBoot byte 1"}
+
+
+@pytest.mark.parametrize(
+    ("enabled", "active", "started", "want"),
+    [
+        ("enabled", "active", True, []),
+        ("enabled", "inactive", False, []),  # no device: enabled is enough
+        ("disabled", "inactive", True, ["enable", "start"]),
+        ("static", "failed", True, ["start"]),
+        ("enabled-runtime", "active", True, []),
+    ],
+)
+def test_what_a_unit_needs(enabled, active, started, want):
+    assert su.actions(enabled, active, started) == want
