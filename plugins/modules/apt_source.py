@@ -83,32 +83,8 @@ source:
   type: str
 """
 
-import glob
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_sources as src
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import write
-from ansible_collections.gpufleet.stack.plugins.module_utils._openpgp import KeyError_, normalize, primary_fingerprints
-
-MAIN = "/etc/apt/sources.list"
-PARTS = "/etc/apt/sources.list.d"
-
-
-def read(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-
-
-def keyring_fingerprints(path):
-    try:
-        with open(path, "rb") as f:
-            return primary_fingerprints(f.read())[1]
-    except (OSError, KeyError_):
-        return []
+from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import ensure_source
 
 
 def main():
@@ -123,37 +99,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    paths = [MAIN, *sorted(glob.glob(f"{PARTS}/*.list") + glob.glob(f"{PARTS}/*.sources"))]
-    files = {path: text for path in paths if path != p["dest"] and (text := read(path)) is not None}
-    rc, arch, _err = module.run_command(["dpkg", "--print-architecture"])
-    foreign = src.find(files, p["uri"], arch.strip() if rc == 0 else "amd64")
-    pinned = normalize(p["fingerprint"])
-    adoptable = bool(foreign) and p["adopt"] and all(keyring_fingerprints(f["signed_by"]) == [pinned] for f in foreign)
-    current = read(p["dest"])
-    result = {"adopted": [], "disabled": [], "source": p["dest"], "changed": False}
-    diffs = []
-    if adoptable:
-        result["adopted"] = sorted({f["path"] for f in foreign})
-        result["source"] = result["adopted"][0]
-        if current is not None:
-            result["changed"] = True
-            diffs.append({"before_header": p["dest"], "before": current, "after": ""})
-            if not module.check_mode:
-                os.unlink(p["dest"])
-    else:
-        for path in sorted({f["path"] for f in foreign}):
-            text = src.disable(files[path], [f for f in foreign if f["path"] == path])
-            diffs.append({"before_header": path, "after_header": path, "before": files[path], "after": text})
-            result["disabled"].append(path)
-            if not module.check_mode:
-                write(module, path, text)
-        if current != p["content"]:
-            diffs.append(
-                {"before_header": p["dest"], "after_header": p["dest"], "before": current or "", "after": p["content"]}
-            )
-            if not module.check_mode:
-                write(module, p["dest"], p["content"])
-        result["changed"] = bool(result["disabled"]) or current != p["content"]
+    result, diffs = ensure_source(module, p["uri"], p["dest"], p["content"], p["fingerprint"], adopt=p["adopt"])
     module.exit_json(diff=diffs, **result)
 
 

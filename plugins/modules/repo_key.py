@@ -82,21 +82,8 @@ dest:
   sample: /usr/share/keyrings/gpufleet-nvidia-cuda.gpg
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import fetch_url
-from ansible_collections.gpufleet.stack.plugins.module_utils._openpgp import KeyError_, normalize, primary_fingerprints
-
-
-def fetch(module):
-    if module.params["content"] is not None:
-        return module.params["content"].encode(), "content"
-    url = module.params["url"]
-    response, info = fetch_url(module, url, timeout=module.params["timeout"])
-    if info["status"] != 200:
-        module.fail_json(msg=f"repo_key: could not download url {url}: {info.get('msg')} (HTTP {info['status']})")
-    return response.read(), url
+from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import RepoError, ensure_key, fetch_key
 
 
 def main():
@@ -114,41 +101,12 @@ def main():
         mutually_exclusive=[("url", "content")],
         supports_check_mode=True,
     )
-    want, dest = normalize(module.params["fingerprint"]), module.params["dest"]
-    if len(want) not in (40, 64) or any(c not in "0123456789ABCDEF" for c in want):
-        module.fail_json(
-            msg=f"repo_key: fingerprint {module.params['fingerprint']!r} is not a full key fingerprint; "
-            "give all 40 hex digits (gpg --show-keys --with-fingerprint KEYFILE), not a short key id"
-        )
-    data, source = fetch(module)
+    p = module.params
     try:
-        raw, found = primary_fingerprints(data)
-    except KeyError_ as exc:
-        module.fail_json(msg=f"repo_key: {source} is not an OpenPGP public key: {exc}")
-    if found != [want]:
-        module.fail_json(
-            msg=f"repo_key: {source} holds key(s) {', '.join(found)}, not the pinned fingerprint {want}; "
-            f"{dest} was left unchanged. If the repository really rotated its key, check the new fingerprint "
-            "with its publisher and update the pin.",
-            found=found,
-        )
-    current = None
-    if os.path.exists(dest):
-        with open(dest, "rb") as f:
-            current = f.read()
-    result = {"changed": current != raw, "fingerprint": want, "dest": dest}
-    if result["changed"] and not module.check_mode:
-        os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
-        tmp = f"{dest}.gpufleet-tmp"
-        with open(tmp, "wb") as f:
-            f.write(raw)
-        module.atomic_move(tmp, dest)
-    mode = int(module.params["mode"], 8)
-    if os.path.exists(dest) and os.stat(dest).st_mode & 0o7777 != mode:
-        result["changed"] = True
-        if not module.check_mode:
-            os.chmod(dest, mode)
-    module.exit_json(**result)
+        data, source = fetch_key(module, p["url"], p["content"], p["timeout"])
+        module.exit_json(**ensure_key(module, data, source, p["fingerprint"], p["dest"], mode=int(p["mode"], 8)))
+    except RepoError as err:
+        module.fail_json(msg=str(err), **err.extra)
 
 
 if __name__ == "__main__":

@@ -50,3 +50,31 @@ def test_the_container_toolkit_guides_arch_variable_is_this_hosts_architecture()
 def test_a_disabled_deb822_stanza_is_not_a_definition():
     assert src.find({"/x.sources": OURS + "Enabled: no\n"}, CUDA) == []
     assert len(src.find({"/x.sources": OURS + "\n" + OURS}, CUDA)) == 2
+
+
+# --- apt_repositories: the files it owns, and when the index is refreshed ---------------------------------------
+
+
+def test_apt_repositories_writes_a_flat_deb822_stanza_per_repository():
+    from ansible_collections.gpufleet.stack.plugins.modules.apt_repositories import definition
+
+    repo = {"name": "nvidia-cuda", "url": f"{CUDA}3bf863cc.pub", "fingerprint": "EB69", "repo_url": CUDA.rstrip("/")}
+    keyring, dest, uri, text = definition(repo, "/usr/share/keyrings", "# Ansible managed")
+    assert (keyring, dest, uri) == (
+        "/usr/share/keyrings/gpufleet-nvidia-cuda.gpg",
+        "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources",
+        CUDA,
+    )
+    assert text == OURS  # the same stanza the role's template wrote before
+    assert src.find({dest: text}, CUDA, "amd64")[0]["signed_by"] == keyring
+
+
+def test_the_index_is_refreshed_when_missing_or_older_than_the_limit(tmp_path):
+    from ansible_collections.gpufleet.stack.plugins.modules.apt_repositories import index_stale
+
+    index = tmp_path / "pkgcache.bin"
+    assert index_stale(str(index), 3600)
+    index.write_text("")
+    mtime = index.stat().st_mtime
+    assert not index_stale(str(index), 3600, now=mtime + 3599)
+    assert index_stale(str(index), 3600, now=mtime + 3601)

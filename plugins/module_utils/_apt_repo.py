@@ -1,0 +1,122 @@
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host-side work of a repository: its signing key only when it is the pinned one (repo_key), and exactly one
+source definition of its URI (apt_source). Shared by those modules and apt_repositories, which does every
+repository of a host and the index refresh in one module run."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from ansible.module_utils.urls import fetch_url
+from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_sources as src
+from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import write
+from ansible_collections.gpufleet.stack.plugins.module_utils._openpgp import KeyError_, normalize, primary_fingerprints
+
+MAIN = "/etc/apt/sources.list"
+PARTS = "/etc/apt/sources.list.d"
+
+
+class RepoError(Exception):
+    """Refused: the message says what and what to do; extra holds fields for the result."""
+
+    def __init__(self, msg, **extra):
+        super().__init__(msg)
+        self.extra = extra
+
+
+def fetch_key(module, url, content, timeout):
+    """(bytes, where they came from)."""
+    if content is not None:
+        return content.encode(), "content"
+    response, info = fetch_url(module, url, timeout=timeout)
+    if info["status"] != 200:
+        raise RepoError(f"repo_key: could not download url {url}: {info.get('msg')} (HTTP {info['status']})")
+    return response.read(), url
+
+
+def ensure_key(module, data, source, fingerprint, dest, *, mode=0o644):
+    """Write the key (binary) to dest when it is exactly the pinned key; {changed, fingerprint, dest}."""
+    want = normalize(fingerprint)
+    if len(want) not in (40, 64) or any(c not in "0123456789ABCDEF" for c in want):
+        raise RepoError(
+            f"repo_key: fingerprint {fingerprint!r} is not a full key fingerprint; "
+            "give all 40 hex digits (gpg --show-keys --with-fingerprint KEYFILE), not a short key id"
+        )
+    try:
+        raw, found = primary_fingerprints(data)
+    except KeyError_ as exc:
+        raise RepoError(f"repo_key: {source} is not an OpenPGP public key: {exc}") from exc
+    if found != [want]:
+        raise RepoError(
+            f"repo_key: {source} holds key(s) {', '.join(found)}, not the pinned fingerprint {want}; "
+            f"{dest} was left unchanged. If the repository really rotated its key, check the new fingerprint "
+            "with its publisher and update the pin.",
+            found=found,
+        )
+    current = None
+    if os.path.exists(dest):
+        with open(dest, "rb") as f:
+            current = f.read()
+    result = {"changed": current != raw, "fingerprint": want, "dest": dest}
+    if result["changed"] and not module.check_mode:
+        write(module, dest, raw, mode)
+    if os.path.exists(dest) and os.stat(dest).st_mode & 0o7777 != mode:
+        result["changed"] = True
+        if not module.check_mode:
+            os.chmod(dest, mode)
+    return result
+
+
+def read(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def keyring_fingerprints(path):
+    try:
+        with open(path, "rb") as f:
+            return primary_fingerprints(f.read())[1]
+    except (OSError, KeyError_):
+        return []
+
+
+def ensure_source(module, uri, dest, content, fingerprint, *, adopt=True, arch=None):
+    """Exactly one definition of uri: adopt another one whose keyring holds the pinned key, else disable the others
+    and write dest. (result {adopted, disabled, source, changed}, diffs)."""
+    paths = [MAIN, *sorted(glob.glob(f"{PARTS}/*.list") + glob.glob(f"{PARTS}/*.sources"))]
+    files = {path: text for path in paths if path != dest and (text := read(path)) is not None}
+    if arch is None:
+        rc, out, _err = module.run_command(["dpkg", "--print-architecture"])
+        arch = out.strip() if rc == 0 else "amd64"
+    foreign = src.find(files, uri, arch)
+    pinned = normalize(fingerprint)
+    adoptable = bool(foreign) and adopt and all(keyring_fingerprints(f["signed_by"]) == [pinned] for f in foreign)
+    current = read(dest)
+    result = {"adopted": [], "disabled": [], "source": dest, "changed": False}
+    diffs = []
+    if adoptable:
+        result["adopted"] = sorted({f["path"] for f in foreign})
+        result["source"] = result["adopted"][0]
+        if current is not None:
+            result["changed"] = True
+            diffs.append({"before_header": dest, "before": current, "after": ""})
+            if not module.check_mode:
+                os.unlink(dest)
+        return result, diffs
+    for path in sorted({f["path"] for f in foreign}):
+        text = src.disable(files[path], [f for f in foreign if f["path"] == path])
+        diffs.append({"before_header": path, "after_header": path, "before": files[path], "after": text})
+        result["disabled"].append(path)
+        if not module.check_mode:
+            write(module, path, text)
+    if current != content:
+        diffs.append({"before_header": dest, "after_header": dest, "before": current or "", "after": content})
+        if not module.check_mode:
+            write(module, dest, content)
+    result["changed"] = bool(result["disabled"]) or current != content
+    return result, diffs
