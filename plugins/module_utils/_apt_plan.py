@@ -189,10 +189,14 @@ def choose(request, offered, installed="", keep_installed=True, revision=""):
 
 
 def selected(selectors, name, source):
-    """True when a selector names the package: a glob of binary names ("nvidia-fabricmanager*"), or "src:GLOB" of
-    its source package, as apt_preferences(5) writes them ("src:nvidia-graphics-drivers")."""
+    """True when a selector names the package: a glob of binary names ("nvidia-fabricmanager*"), "src:GLOB" of
+    its source package, as apt_preferences(5) writes them ("src:nvidia-graphics-drivers"), or "re:REGEX" searched
+    in the binary name (only where nothing is written for apt: what to remove)."""
     for selector in selectors:
-        if selector.startswith("src:"):
+        if selector.startswith("re:"):
+            if re.search(selector[3:], name):
+                return True
+        elif selector.startswith("src:"):
             if fnmatch.fnmatchcase(source, selector[4:].split(":")[0]):
                 return True
         elif fnmatch.fnmatchcase(name, selector):
@@ -325,7 +329,8 @@ def apt_errors(text, limit=12):
 
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]*$")
-_SELECTOR = re.compile(r"^(src:)?[a-z0-9*?\[\]][a-z0-9+.*?\[\]:-]*$")
+_SELECTOR = re.compile(r"^(?!re:)(src:)?[a-z0-9*?\[\]][a-z0-9+.*?\[\]:-]*$")
+_REMOVE = re.compile(r"^re:\S+$|" + _SELECTOR.pattern)
 _VERSION = re.compile(r"^([0-9][0-9A-Za-z.+~:-]*\*?|\*)$")
 _ORIGIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SUFFIX = re.compile(r"^[0-9A-Za-z.+~*?]*$")
@@ -341,7 +346,7 @@ _CHECKS = [
     ("revision", _SUFFIX, "a glob of Debian revisions, such as *+cuda12.8"),
     ("pin", _SELECTOR, "a package glob or src:<source package>"),
     ("members", _SELECTOR, "a package glob or src:<source package>"),
-    ("remove", _SELECTOR, "a package glob or src:<source package>"),
+    ("remove", _REMOVE, "a package glob, src:<source package> or re:<regular expression>"),
     ("exclude_origins", _ORIGIN, "an apt origin (o=) name"),
 ]
 
@@ -355,4 +360,9 @@ def argument_problem(params):
         for item in value if isinstance(value, list) else [value] * (value is not None):
             if not isinstance(item, str) or not pattern.fullmatch(item) or (not item and key != "revision"):
                 return f"{key} has {item!r}, which is not {form}"
+            if item.startswith("re:"):
+                try:
+                    re.compile(item[3:])
+                except re.error as err:
+                    return f"{key} has {item!r}, which is not a regular expression: {err}"
     return None

@@ -85,7 +85,8 @@ options:
     default: []
   remove:
     description:
-      - Selectors of installed packages to release and remove in the same transaction (another flavour or branch).
+      - Selectors of installed packages to release and remove in the same transaction (another flavour or branch);
+        here C(re:REGEX) also selects the names a regular expression finds.
     type: list
     elements: str
     default: []

@@ -170,6 +170,43 @@ def test_other_flavour_and_pinning_package_are_removed_in_the_same_transaction()
     assert decided["install"] == ["nvidia-driver-cuda=570.133.20-1", "nvidia-kernel-open-dkms=570.133.20-1"]
 
 
+# cudnn's selectors (roles/cudnn/vars/main.yml): another cuDNN major, or this major built for another CUDA major.
+CUDNN_OTHER = r"re:^(lib)?cudnn(?!9(?![0-9]))[0-9]+|^(lib)?cudnn9(-[a-z0-9]+)*-cuda-(?!12$)[0-9]+$"
+
+
+def test_a_regular_expression_removes_the_other_builds_only():
+    have = installed(
+        ("libcudnn8", "8.9.7.29-1+cuda12.2", "hi ", "cudnn"),
+        ("libcudnn8-dev", "8.9.7.29-1+cuda12.2", "hi ", "cudnn"),
+        ("libcudnn9-cuda-11", "9.8.0.87-1", "ii ", "cudnn9"),
+        ("libcudnn9-cuda-12", "9.8.0.87-1", "hi ", "cudnn9"),
+        ("libcudnn9-samples", "9.8.0.87-1", "ii ", "cudnn9"),
+        ("cudnn", "9.8.0-1", "ii ", "cudnn-meta"),
+    )
+    decided = ap.plan(
+        ["libcudnn9-cuda-12"],
+        "9.8.0",
+        {"libcudnn9-cuda-12": ["9.8.0.87-1"]},
+        have,
+        remove=[CUDNN_OTHER, "cudnn9-cuda-12"],
+    )
+    assert decided["remove"] == ["libcudnn8", "libcudnn8-dev", "libcudnn9-cuda-11"]
+    assert decided["install"] == []  # the build wanted is installed
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("pin", ["re:nvidia-.*"], "not a package glob or src:<source package>"),  # apt's files take no regex
+        ("remove", ["re:(cudnn"], "not a regular expression"),
+    ],
+)
+def test_regular_expressions_only_where_nothing_is_written_for_apt(key, value, words):
+    problem = ap.argument_problem({"packages": ["libcudnn9-cuda-12"], key: value})
+    assert problem.startswith(key) and words in problem
+    assert ap.argument_problem({"packages": ["libcudnn9-cuda-12"], "remove": [CUDNN_OTHER]}) is None
+
+
 def test_part_missing_at_the_chosen_version_is_reported_not_guessed():
     offers = {"nvidia-driver-cuda": ["570.133.20-1"], "nvidia-fabricmanager-570": ["570.124.06-1"]}
     decided = ap.plan(["nvidia-driver-cuda", "nvidia-fabricmanager-570"], "570.133.20", offers, {})
