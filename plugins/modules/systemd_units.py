@@ -14,7 +14,8 @@ description:
     only those that are not yet. C(ansible.builtin.systemd_service) costs a module run per unit even when nothing
     changes.
   - O(daemon_reload) reloads systemd first (after a drop-in changed); the reload alone is not reported as a change.
-  - A unit systemd does not know fails the module, naming it.
+  - A unit systemd does not know fails the module, naming it; in check mode it is reported as one to enable (its
+    package's install may itself be only predicted).
 author:
   - gpufleet.stack maintainers (@gpufleet)
 options:
@@ -96,7 +97,7 @@ def main():
         module.run_command([systemctl, "daemon-reload"], check_rc=True)
     results = []
     for unit, (enabled, active) in read_states(module, systemctl, p["units"]).items():
-        if enabled == "not-found":
+        if enabled == "not-found" and not module.check_mode:
             module.fail_json(msg=f"systemd has no unit {unit} (is its package installed?)", units=results)
         todo = actions(enabled, active, p["started"])
         for verb in todo if not module.check_mode else []:
