@@ -61,3 +61,47 @@ def test_one_run_reads_every_part(run_module, tmp_path):
 )
 def test_what_a_unit_needs(enabled, active, started, want):
     assert su.actions(enabled, active, started) == want
+
+
+# Answers as systemd does, from a state file the test writes; enable/start/daemon-reload are logged.
+FAKE_SYSTEMCTL = """#!/bin/sh
+log="$(dirname "$0")/calls"
+echo "$*" >> "$log"
+verb=$1; unit=$2
+case "$verb" in
+  is-enabled|is-active)
+    line=$(grep "^$unit " "$(dirname "$0")/states") || { [ "$verb" = is-active ] && echo inactive; exit 3; }
+    set -- $line
+    [ "$verb" = is-enabled ] && echo "$2" || echo "$3" ;;
+esac
+"""
+
+
+@pytest.fixture
+def systemctl(tmp_path, ansible_env):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text(FAKE_SYSTEMCTL)
+    (bin_dir / "systemctl").chmod(0o755)
+    ansible_env["PATH"] = f"{bin_dir}:{ansible_env['PATH']}"
+    return bin_dir
+
+
+def test_units_are_fixed_only_where_needed(run_module, systemctl):
+    (systemctl / "states").write_text("a.service enabled active\nb.service disabled inactive\n")
+    args = {"units": ["a.service", "b.service"], "started": True, "daemon_reload": True}
+    rc, result = run_module("gpufleet.stack.systemd_units", args, "--check")
+    assert (rc, result["changed"]) == (0, True)
+    assert [u["actions"] for u in result["units"]] == [[], ["enable", "start"]]
+    assert all(c.startswith("is-") for c in (systemctl / "calls").read_text().splitlines())  # check mode: read only
+    rc, result = run_module("gpufleet.stack.systemd_units", args)
+    calls = (systemctl / "calls").read_text().splitlines()
+    assert rc == 0 and calls[-2:] == ["enable b.service", "start b.service"] and "daemon-reload" in calls
+
+
+def test_a_unit_systemd_does_not_know(run_module, systemctl):
+    (systemctl / "states").write_text("")
+    rc, result = run_module("gpufleet.stack.systemd_units", {"units": ["nvidia-x.service"]}, "--check")
+    assert (rc, result["units"][0]["actions"]) == (0, ["enable"])  # its package may be only predicted
+    rc, result = run_module("gpufleet.stack.systemd_units", {"units": ["nvidia-x.service"]})
+    assert rc != 0 and "systemd has no unit nvidia-x.service" in result["msg"]
