@@ -83,15 +83,18 @@ CONTROLLER_ACTIONS = {
 }  # fmt: skip
 
 
+def ran_on_host(row):
+    """A task_timer row of a task that ran (not skipped) as a module on the host itself."""
+    action = row.get("action", "").rsplit(".", 1)[-1]
+    return not row.get("delegated") and action not in CONTROLLER_ACTIONS and row["status"] in ("ok", "failed")
+
+
 def host_side_runs(times_file):
     """Median per host of the module runs on the host itself: tasks that ran (not skipped), a loop once per item."""
     per_host = {}
     for line in Path(times_file).read_text().splitlines():
         row = json.loads(line)
-        action = row.get("action", "").rsplit(".", 1)[-1]
-        on_host = not row.get("delegated") and action not in CONTROLLER_ACTIONS
-        runs = row.get("runs", 1) if on_host and row["status"] in ("ok", "failed") else 0
-        per_host[row["host"]] = per_host.get(row["host"], 0) + runs
+        per_host[row["host"]] = per_host.get(row["host"], 0) + (row.get("runs", 1) if ran_on_host(row) else 0)
     return statistics.median(per_host.values()) if per_host else 0
 
 
@@ -100,7 +103,7 @@ def print_host_side(times_file):
     rows = [json.loads(line) for line in Path(times_file).read_text().splitlines()]
     host = min(r["host"] for r in rows)
     mine = [r for r in rows if r["host"] == host and r["status"] in ("ok", "failed")]
-    on_host = [r for r in mine if not r["delegated"] and r["action"].rsplit(".", 1)[-1] not in CONTROLLER_ACTIONS]
+    on_host = [r for r in mine if ran_on_host(r)]
     print(f"  {host}: {len(mine)} tasks ran, {sum(r['seconds'] for r in mine):.1f} s; on the host:")
     for r in sorted(on_host, key=lambda r: -r["seconds"]):
         runs = f" ({r.get('runs', 1)} runs)" if r.get("runs", 1) != 1 else ""

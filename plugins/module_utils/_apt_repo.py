@@ -11,6 +11,7 @@ import os
 
 from ansible.module_utils.urls import fetch_url
 from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_sources as src
+from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read as read_file
 from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import write
 from ansible_collections.gpufleet.stack.plugins.module_utils._openpgp import KeyError_, normalize, primary_fingerprints
 
@@ -55,26 +56,23 @@ def ensure_key(module, data, source, fingerprint, dest, *, mode=0o644):
             "with its publisher and update the pin.",
             found=found,
         )
-    current = None
-    if os.path.exists(dest):
-        with open(dest, "rb") as f:
-            current = f.read()
-    result = {"changed": current != raw, "fingerprint": want, "dest": dest}
+    current, current_mode = read_file(dest)
+    result = {"changed": current != raw or current_mode != mode, "fingerprint": want, "dest": dest}
     if result["changed"] and not module.check_mode:
-        write(module, dest, raw, mode)
-    if os.path.exists(dest) and os.stat(dest).st_mode & 0o7777 != mode:
-        result["changed"] = True
-        if not module.check_mode:
-            os.chmod(dest, mode)
+        write(module, dest, raw, mode)  # sets the mode too
     return result
 
 
 def read(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
+    """The text of path, or None."""
+    data = read_file(path)[0]
+    return None if data is None else data.decode("utf-8")
+
+
+def host_arch(module):
+    """dpkg's architecture (what $(ARCH) and [arch=] in apt sources mean); amd64 when dpkg cannot say."""
+    rc, out, _err = module.run_command(["dpkg", "--print-architecture"])
+    return out.strip() if rc == 0 else "amd64"
 
 
 def keyring_fingerprints(path):
@@ -90,10 +88,7 @@ def ensure_source(module, uri, dest, content, fingerprint, *, adopt=True, arch=N
     and write dest. (result {adopted, disabled, source, changed}, diffs)."""
     paths = [MAIN, *sorted(glob.glob(f"{PARTS}/*.list") + glob.glob(f"{PARTS}/*.sources"))]
     files = {path: text for path in paths if path != dest and (text := read(path)) is not None}
-    if arch is None:
-        rc, out, _err = module.run_command(["dpkg", "--print-architecture"])
-        arch = out.strip() if rc == 0 else "amd64"
-    foreign = src.find(files, uri, arch)
+    foreign = src.find(files, uri, arch or host_arch(module))
     pinned = normalize(fingerprint)
     adoptable = bool(foreign) and adopt and all(keyring_fingerprints(f["signed_by"]) == [pinned] for f in foreign)
     current = read(dest)

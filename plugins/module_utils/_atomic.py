@@ -1,11 +1,21 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Write a small file atomically: a temp file beside it, then AnsibleModule.atomic_move (no partial file, ever)."""
+"""Read a small file, or write it atomically: a temp file beside it, then AnsibleModule.atomic_move (no partial
+file, ever)."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+
+
+def read(path):
+    """(bytes, mode) of path, or (None, None) when it does not exist."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(), os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        return None, None
 
 
 def write(module, dest, data, mode=0o644):

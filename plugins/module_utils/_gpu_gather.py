@@ -172,13 +172,21 @@ def _import_pynvml(bindings_dir=BINDINGS_DIR):
         import pynvml
     except ImportError:
         return None, None
-    try:
-        from importlib.metadata import PackageNotFoundError, version
+    path = getattr(pynvml, "__file__", None)
+    return pynvml, {"path": path, "version": _bindings_release(path)}
 
-        release = version("nvidia-ml-py")
-    except (ImportError, PackageNotFoundError):
-        release = None  # Debian's python3-pynvml, or a copied file without its metadata
-    return pynvml, {"path": getattr(pynvml, "__file__", None), "version": release}
+
+def _bindings_release(path):
+    """nvidia-ml-py's release from the metadata beside the imported pynvml.py (not another copy's elsewhere on
+    sys.path); None for Debian's python3-pynvml or a file copied without its metadata."""
+    try:
+        from importlib.metadata import distributions
+    except ImportError:
+        return None
+    for dist in distributions(path=[os.path.dirname(path)]) if path else []:
+        if (dist.metadata["Name"] or "").lower().replace("_", "-") == "nvidia-ml-py":
+            return dist.version
+    return None
 
 
 def _run_nvml(facts, nvml, params, kmod):

@@ -113,6 +113,7 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import (
     ensure_key,
     ensure_source,
     fetch_key,
+    host_arch,
 )
 
 INDEX = "/var/cache/apt/pkgcache.bin"
@@ -165,9 +166,7 @@ def main():
         ]
     except RepoError as err:
         module.fail_json(msg=str(err), **err.extra)
-    rc, out, _err = module.run_command(["dpkg", "--print-architecture"])
-    arch = out.strip() if rc == 0 else "amd64"
-    diffs = []
+    arch, diffs = host_arch(module), []
     for (repo, (_k, dest, uri, text)), result in zip(repos, results, strict=True):
         result["source"], diff = ensure_source(module, uri, dest, text, repo["fingerprint"], arch=arch)
         diffs += diff

@@ -84,16 +84,7 @@ changed_files:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import write
-
-
-def read(dest):
-    """(bytes, mode) of dest, or (None, None) when it does not exist."""
-    try:
-        with open(dest, "rb") as f:
-            return f.read(), os.stat(dest).st_mode & 0o7777
-    except FileNotFoundError:
-        return None, None
+from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
 
 
 def main():

@@ -95,16 +95,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import write
-
-
-def read(path):
-    """(text, mode) of path, or (None, None) when it does not exist."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read(), os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        return None, None
+from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
 
 
 def cdi_decision(cdi, driver_paths, present):
@@ -126,7 +117,8 @@ class Files:
         self.module, self.diffs = module, []
 
     def ensure(self, path, text, validate=None):
-        current, mode = read(path)
+        data, mode = read(path)
+        current = None if data is None else data.decode(errors="replace")
         if current == text:
             return False, ""
         if validate:

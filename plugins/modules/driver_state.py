@@ -11,7 +11,8 @@ short_description: What the NVIDIA driver's host runs now, read in one module ru
 version_added: "0.1.0"
 description:
   - Reads the Secure Boot state (C(mokutil --sb-state) when installed, else the C(SecureBoot) EFI variable, whose
-    fifth byte is 1 when it is on), the loaded nvidia kernel module's version, whether the driver's control device
+    fifth byte is 1 when it is on), the loaded nvidia kernel module's version (as M(gpufleet.stack.gpu_facts) reads
+    it, C(/proc/driver/nvidia/version) else C(/sys/module/nvidia/version)), whether the driver's control device
     exists, and whether the initramfs tool is installed.
   - Read-only. The nvidia_driver role reads these once, in preflight, where it used four module runs.
   - DKMS builds unsigned modules unless a Machine Owner Key signs them; with Secure Boot on, the kernel refuses to
@@ -23,10 +24,14 @@ options:
     description: The kernel is not the host's own (a container); then the loaded module is the host's, not ours.
     type: bool
     default: false
-  module_version_file:
-    description: Where the loaded nvidia module says its version.
+  sysfs_root:
+    description: Root under which C(/sys) is read (tests point it at a fixture tree).
     type: path
-    default: /sys/module/nvidia/version
+    default: /
+  procfs_root:
+    description: Root under which C(/proc) is read.
+    type: path
+    default: /
   device:
     description: The driver's control device.
     type: path
@@ -75,17 +80,12 @@ secure_boot:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_kernel_module
 
 
-def running_version(path, in_container):
+def running_version(sysfs_root, procfs_root, in_container):
     """The loaded module's version; '' when none is loaded, or the kernel is not ours."""
-    if in_container:
-        return ""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+    return "" if in_container else read_kernel_module(sysfs_root, procfs_root)["version"] or ""
 
 
 def secure_boot(mokutil_answer, efivar_bytes):
@@ -111,7 +111,8 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "in_container": {"type": "bool", "default": False},
-            "module_version_file": {"type": "path", "default": "/sys/module/nvidia/version"},
+            "sysfs_root": {"type": "path", "default": "/"},
+            "procfs_root": {"type": "path", "default": "/"},
             "device": {"type": "path", "default": "/dev/nvidiactl"},
             "initramfs_tool": {"type": "path", "default": "/usr/sbin/update-initramfs"},
             "secure_boot_var": {
@@ -129,7 +130,7 @@ def main():
         answer = (out + err).strip()
     module.exit_json(
         changed=False,
-        running_version=running_version(p["module_version_file"], p["in_container"]),
+        running_version=running_version(p["sysfs_root"], p["procfs_root"], p["in_container"]),
         device=os.path.exists(p["device"]),
         initramfs_tool=os.path.exists(p["initramfs_tool"]),
         secure_boot=secure_boot(answer, None if mokutil else read_bytes(p["secure_boot_var"])),

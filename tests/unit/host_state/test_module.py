@@ -24,19 +24,21 @@ def test_secure_boot(answer, efivar, enabled, source):
 
 
 def test_the_running_version_is_read_only_where_the_kernel_is_ours(tmp_path):
-    version = tmp_path / "version"
-    version.write_text("570.133.20\n")
-    assert ds.running_version(str(version), in_container=False) == "570.133.20"
-    assert ds.running_version(str(version), in_container=True) == ""
-    assert ds.running_version(str(tmp_path / "absent"), in_container=False) == ""
+    (tmp_path / "sys/module/nvidia").mkdir(parents=True)
+    (tmp_path / "sys/module/nvidia/version").write_text("570.133.20\n")
+    assert ds.running_version(str(tmp_path), str(tmp_path), in_container=False) == "570.133.20"
+    assert ds.running_version(str(tmp_path), str(tmp_path), in_container=True) == ""
+    assert ds.running_version(str(tmp_path / "absent"), str(tmp_path / "absent"), in_container=False) == ""
 
 
 def test_one_run_reads_every_part(run_module, tmp_path):
-    (tmp_path / "version").write_text("570.133.20\n")
+    (tmp_path / "sys/module/nvidia").mkdir(parents=True)
+    (tmp_path / "sys/module/nvidia/version").write_text("570.133.20\n")
     (tmp_path / "nvidiactl").write_text("")
     (tmp_path / "efivar").write_bytes(bytes([6, 0, 0, 0, 1]))
     args = {
-        "module_version_file": str(tmp_path / "version"),
+        "sysfs_root": str(tmp_path),
+        "procfs_root": str(tmp_path),
         "device": str(tmp_path / "nvidiactl"),
         "initramfs_tool": str(tmp_path / "update-initramfs"),
         "secure_boot_var": str(tmp_path / "efivar"),
