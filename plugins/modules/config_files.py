@@ -81,10 +81,16 @@ changed_files:
   sample: ["/etc/nccl.conf"]
 """
 
-import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
+from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import (
+    TargetError,
+    check_dest,
+    check_owner,
+    parse_mode,
+    read,
+    write,
+)
 
 
 def main():
@@ -97,17 +103,21 @@ def main():
         },
         supports_check_mode=True,
     )
+    # Every argument is checked before the first file is written: a bad entry never leaves half of them done.
     try:
-        mode = int(module.params["mode"], 8)
-    except ValueError:
-        module.fail_json(msg=f'config_files: mode {module.params["mode"]!r} is not an octal mode; quote it: "0644"')
+        mode = parse_mode("mode", module.params["mode"])
+        check_owner(module.params["owner"], module.params["group"])
+        for dest, content in module.params["files"].items():
+            check_dest("files", dest)
+            if not isinstance(content, str):
+                raise TargetError(
+                    f"files entry {dest!r} must map the path to the file's text (got {type(content).__name__}); "
+                    "e.g. /etc/nccl.conf: \"{{ lookup('template', 'nccl.conf.j2') }}\""
+                )
+    except TargetError as err:
+        module.fail_json(msg=f"config_files: {err}")
     results, diffs = [], []
     for dest, content in module.params["files"].items():
-        if not os.path.isabs(dest) or not isinstance(content, str):
-            module.fail_json(
-                msg=f"config_files: files entry {dest!r} must map an absolute path to the file's text "
-                f"(got {type(content).__name__}); e.g. /etc/nccl.conf: \"{{{{ lookup('template', 'nccl.conf.j2') }}}}\""
-            )
         data = content.encode()
         current, current_mode = read(dest)
         changed = current != data or current_mode != mode

@@ -83,7 +83,13 @@ dest:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import RepoError, ensure_key, fetch_key
+from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import (
+    RepoError,
+    check_url,
+    ensure_key,
+    fetch_key,
+)
+from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import TargetError, check_dest, parse_mode
 
 
 def main():
@@ -102,11 +108,18 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    # Every argument before the download, and the download before the write: a refusal leaves dest as it was.
     try:
+        mode = parse_mode("mode", p["mode"])
+        check_dest("dest", p["dest"])
+        if p["url"] is not None:
+            check_url("url", p["url"])
         data, source = fetch_key(module, p["url"], p["content"], p["timeout"])
-        module.exit_json(**ensure_key(module, data, source, p["fingerprint"], p["dest"], mode=int(p["mode"], 8)))
+        module.exit_json(**ensure_key(module, data, source, p["fingerprint"], p["dest"], mode=mode))
+    except TargetError as err:
+        module.fail_json(msg=f"repo_key: {err}")
     except RepoError as err:
-        module.fail_json(msg=str(err), **err.extra)
+        module.fail_json(msg=f"repo_key: {err}" if not str(err).startswith("repo_key") else str(err), **err.extra)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def test_bad_input_is_refused_with_the_fix(run_module, tmp_path):
     rc, result = run_module("gpufleet.stack.config_files", {"files": {"etc/nccl.conf": "x\n"}})
     assert rc != 0 and "'etc/nccl.conf'" in result["msg"] and "absolute path" in result["msg"]
     rc, result = run_module("gpufleet.stack.config_files", {"files": {str(tmp_path / "a"): "x\n"}, "mode": "rw-r--r--"})
-    assert rc != 0 and "not an octal mode" in result["msg"] and not (tmp_path / "a").exists()
+    assert rc != 0 and "not an octal file mode" in result["msg"] and not (tmp_path / "a").exists()
 
 
 def test_owner_and_group_are_set_when_given_and_left_alone_otherwise(run_module, tmp_path):
@@ -69,3 +69,24 @@ def test_owner_and_group_are_set_when_given_and_left_alone_otherwise(run_module,
     assert (path.stat().st_uid, path.stat().st_gid) == (0, 0)
     rc, result = run_module("gpufleet.stack.config_files", args)
     assert (rc, result["changed"]) == (0, False)
+
+
+def test_every_argument_is_checked_before_the_first_file_is_written(run_module, tmp_path):
+    """A bad mode, a directory, a path ending in / or an unknown owner stops the run with nothing written, even for
+    the good entries listed before it, and no temp file is left."""
+    tmp_path = tmp_path / "etc"
+    tmp_path.mkdir()
+    good = str(tmp_path / "good.conf")
+    cases = [
+        ({"files": {good: "x\n"}, "mode": "77777"}, "not an octal file mode"),  # setuid and world-writable, 5 digits
+        ({"files": {good: "x\n"}, "mode": "0666"}, "world-writable"),
+        ({"files": {good: "x\n", str(tmp_path / "sub") + "/": "y\n"}}, "is a directory"),
+        ({"files": {good: "x\n", str(tmp_path): "y\n"}}, "is a directory"),
+        ({"files": {good: "x\n", str(tmp_path / "a\nb"): "y\n"}}, "on one line"),
+        ({"files": {good: "x\n"}, "owner": "no-such-user-gpufleet"}, "owner 'no-such-user-gpufleet' does not exist"),
+        ({"files": {good: "x\n"}, "group": "no-such-group-gpufleet"}, "group 'no-such-group-gpufleet' does not exist"),
+    ]
+    for args, expected in cases:
+        rc, result = run_module("gpufleet.stack.config_files", args)
+        assert rc != 0 and expected in result["msg"], (args, result)
+        assert sorted(p.name for p in tmp_path.iterdir()) == [], (args, list(tmp_path.iterdir()))

@@ -49,3 +49,27 @@ def test_short_key_id_is_refused_with_the_fix(run_module, key, tmp_path):
         "gpufleet.stack.repo_key", {"content": key[0], "fingerprint": "3bf863cc", "dest": str(tmp_path / "k.gpg")}
     )
     assert rc != 0 and "not a full key fingerprint" in result["msg"] and "40 hex digits" in result["msg"]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"mode": "77777"}, "not an octal file mode"),
+        ({"mode": "0666"}, "world-writable"),
+        ({"dest": "keyrings/"}, "not an absolute path"),
+        ({"dest": "DIR/"}, "is a directory"),
+        ({"url": "https://u:hunter2@mirror.example.org/key\nTrusted: yes", "content": None}, "control character"),
+    ],
+    ids=["mode-not-octal", "mode-world-writable", "dest-relative", "dest-directory", "url-newline"],
+)
+def test_arguments_are_checked_before_anything_is_fetched_or_written(run_module, key, tmp_path, change, expected):
+    armored, fingerprint = key
+    tmp_path = tmp_path / "keyrings"
+    tmp_path.mkdir()
+    args = {"content": armored, "fingerprint": fingerprint, "dest": str(tmp_path / "k.gpg")}
+    args.update({k: (v.replace("DIR", str(tmp_path)) if isinstance(v, str) else v) for k, v in change.items()})
+    args = {k: v for k, v in args.items() if v is not None}
+    rc, result = run_module("gpufleet.stack.repo_key", args)
+    assert rc != 0 and expected in result["msg"], result
+    assert "hunter2" not in result["msg"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written, no temp file
