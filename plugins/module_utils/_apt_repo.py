@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import glob
 import os
+import re
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ansible.module_utils.urls import fetch_url
 from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_sources as src
+from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
 from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read as read_file
 from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import write
 from ansible_collections.gpufleet.stack.plugins.module_utils._openpgp import KeyError_, normalize, primary_fingerprints
 
 MAIN = "/etc/apt/sources.list"
 PARTS = "/etc/apt/sources.list.d"
+# apt_auth.conf(5): apt reads credentials from here, so that they never stand in a world-readable sources file.
+AUTH_DIR = "/etc/apt/auth.conf.d"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class RepoError(Exception):
@@ -27,13 +33,58 @@ class RepoError(Exception):
         self.extra = extra
 
 
+def check_url(option, url):
+    """Refuse a URL apt or the key download could not use safely: a newline or space would add a line or a second
+    URI to the sources file (Trusted: yes, defeating the pinned key). The message never shows a password."""
+    problems = sc.check({"type": "url", "credentials": True}, url, option, {})
+    if problems:
+        raise RepoError(problems[0])
+
+
+def check_name(option, name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise RepoError(f"{option} is {sc.shown(name)}: a file name of letters, digits, '.', '_' and '-' (nvidia-cuda)")
+
+
+def split_auth(url):
+    """(url without user:password@, the apt_auth.conf line for it or None, the password or None)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None, None
+    netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+    bare = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    # apt matches `machine` against host[:port]/path of the URI, without the scheme (https-only unless it says http).
+    machine = netloc + parts.path.rstrip("/")
+    machine = machine if parts.scheme == "https" else f"{parts.scheme}://{machine}"
+    login, password = unquote(parts.username or ""), unquote(parts.password or "")
+    if re.search(r"\s", login + password):
+        raise RepoError(
+            f"the user name or password of {sc.redact(url)} holds whitespace, which apt_auth.conf cannot hold"
+        )
+    return bare, f"machine {machine} login {login} password {password}\n", password or None
+
+
+def ensure_auth(module, path, line):
+    """path holds exactly line (mode 0600, root's), or is absent when there are no credentials; {changed, path}."""
+    current, current_mode = read_file(path)
+    if line is None:
+        if current is not None and not module.check_mode:
+            os.unlink(path)
+        return {"changed": current is not None, "path": path}
+    changed = current != line.encode() or current_mode != 0o600
+    if changed and not module.check_mode:
+        write(module, path, line, 0o600)
+    return {"changed": changed, "path": path}
+
+
 def fetch_key(module, url, content, timeout):
     """(bytes, where they came from)."""
     if content is not None:
         return content.encode(), "content"
     response, info = fetch_url(module, url, timeout=timeout)
     if info["status"] != 200:
-        raise RepoError(f"repo_key: could not download url {url}: {info.get('msg')} (HTTP {info['status']})")
+        why = sc.redact(str(info.get("msg")))
+        raise RepoError(f"repo_key: could not download url {sc.redact(url)}: {why} (HTTP {info['status']})")
     return response.read(), url
 
 

@@ -106,14 +106,20 @@ index_refreshed:
 
 import os
 import time
+from urllib.parse import urlsplit
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import (
+    AUTH_DIR,
     RepoError,
+    check_name,
+    check_url,
+    ensure_auth,
     ensure_key,
     ensure_source,
     fetch_key,
     host_arch,
+    split_auth,
 )
 
 INDEX = "/var/cache/apt/pkgcache.bin"
@@ -127,12 +133,21 @@ REPO_SPEC = {
 
 
 def definition(repo, keyring_dir, header=""):
-    """(keyring path, source path, uri, source text) of one repository."""
+    """(keyring path, source path, uri, source text, (auth path, auth line or None)) of one repository; refuses a
+    name or URL that would write a file apt misreads. Credentials in repo_url go to apt_auth.conf, never the source."""
+    check_name("repositories[].name", repo["name"])
+    check_url(f"repositories[{repo['name']}].url", repo["url"])
+    check_url(f"repositories[{repo['name']}].repo_url", repo["repo_url"])
+    bare, auth, _password = split_auth(repo["repo_url"])
     keyring = os.path.join(keyring_dir, f"gpufleet-{repo['name']}.gpg")
-    uri = repo["repo_url"].rstrip("/") + "/"
+    uri = bare.rstrip("/") + "/"
     head = header.rstrip("\n") + "\n" if header.strip() else ""
+    if any(ch in header for ch in "\r\0"):
+        raise RepoError("header holds a carriage return or NUL; give plain comment lines")
+    head = "".join(line if line.startswith("#") or not line.strip() else f"# {line}" for line in head.splitlines(True))
     text = f"{head}Types: deb\nURIs: {uri}\nSuites: /\nSigned-By: {keyring}\n"
-    return keyring, os.path.join(SOURCES, f"gpufleet-{repo['name']}.sources"), uri, text
+    auth_file = (os.path.join(AUTH_DIR, f"gpufleet-{repo['name']}.conf"), auth)
+    return keyring, os.path.join(SOURCES, f"gpufleet-{repo['name']}.sources"), uri, text, auth_file
 
 
 def index_stale(path, max_age, now=None):
@@ -156,21 +171,27 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    repos = [(repo, definition(repo, p["keyring_dir"], p["header"])) for repo in p["repositories"]]
+    for repo in p["repositories"]:
+        for url in (repo["url"], repo["repo_url"]):
+            password = urlsplit(url).password if "@" in url else None
+            if password:
+                module.no_log_values.add(password)
     try:
+        repos = [(repo, definition(repo, p["keyring_dir"], p["header"])) for repo in p["repositories"]]
         # Every key first: a refused one stops the run before any source is written.
         keys = [fetch_key(module, repo["url"], None, p["timeout"]) for repo, _d in repos]
         results = [
             {"name": repo["name"], "key": ensure_key(module, data, origin, repo["fingerprint"], keyring)}
-            for (repo, (keyring, _s, _u, _t)), (data, origin) in zip(repos, keys, strict=True)
+            for (repo, (keyring, *_rest)), (data, origin) in zip(repos, keys, strict=True)
         ]
-    except RepoError as err:
-        module.fail_json(msg=str(err), **err.extra)
+    except (RepoError, ValueError) as err:
+        module.fail_json(msg=str(err), **getattr(err, "extra", {}))
     arch, diffs = host_arch(module), []
-    for (repo, (_k, dest, uri, text)), result in zip(repos, results, strict=True):
+    for (repo, (_k, dest, uri, text, (auth_path, auth))), result in zip(repos, results, strict=True):
+        result["auth"] = ensure_auth(module, auth_path, auth)
         result["source"], diff = ensure_source(module, uri, dest, text, repo["fingerprint"], arch=arch)
         diffs += diff
-    changed = any(r["key"]["changed"] or r["source"]["changed"] for r in results)
+    changed = any(r["key"]["changed"] or r["source"]["changed"] or r["auth"]["changed"] for r in results)
     refresh = (changed or index_stale(INDEX, p["index_max_age"])) and not module.check_mode
     if refresh:
         rc, out, err = module.run_command(["apt-get", "update", "-q"])

@@ -4,6 +4,7 @@ The texts are as NVIDIA's installers write them: cuda-keyring's list file, the C
 file, and the collection's own deb822 file.
 """
 
+import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_sources as src
 
 CUDA = "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
@@ -59,7 +60,8 @@ def test_apt_repositories_writes_a_flat_deb822_stanza_per_repository():
     from ansible_collections.gpufleet.stack.plugins.modules.apt_repositories import definition
 
     repo = {"name": "nvidia-cuda", "url": f"{CUDA}3bf863cc.pub", "fingerprint": "EB69", "repo_url": CUDA.rstrip("/")}
-    keyring, dest, uri, text = definition(repo, "/usr/share/keyrings", "# Ansible managed")
+    keyring, dest, uri, text, auth = definition(repo, "/usr/share/keyrings", "# Ansible managed")
+    assert auth == ("/etc/apt/auth.conf.d/gpufleet-nvidia-cuda.conf", None)  # no credentials: no auth file
     assert (keyring, dest, uri) == (
         "/usr/share/keyrings/gpufleet-nvidia-cuda.gpg",
         "/etc/apt/sources.list.d/gpufleet-nvidia-cuda.sources",
@@ -67,6 +69,52 @@ def test_apt_repositories_writes_a_flat_deb822_stanza_per_repository():
     )
     assert text == OURS  # the same stanza the role's template wrote before
     assert src.find({dest: text}, CUDA, "amd64")[0]["signed_by"] == keyring
+
+
+def test_credentials_go_to_apt_auth_conf_never_the_source():
+    from ansible_collections.gpufleet.stack.plugins.modules.apt_repositories import definition
+
+    mirror = "https://ci%40site:s3cr%2Ft@mirror.example.org:8443/nvidia/cuda"
+    repo = {
+        "name": "nvidia-cuda",
+        "url": "https://mirror.example.org/key.asc",
+        "fingerprint": "EB69",
+        "repo_url": mirror,
+    }
+    _keyring, _dest, uri, text, (path, line) = definition(repo, "/usr/share/keyrings")
+    assert uri == "https://mirror.example.org:8443/nvidia/cuda/"
+    assert (
+        "s3cr" not in text
+        and "ci%40site" not in text
+        and "URIs: https://mirror.example.org:8443/nvidia/cuda/\n" in text
+    )
+    assert path == "/etc/apt/auth.conf.d/gpufleet-nvidia-cuda.conf"
+    # apt_auth.conf(5): without a protocol the entry matches https only; the password is percent-decoded.
+    assert line == "machine mirror.example.org:8443/nvidia/cuda login ci@site password s3cr/t\n"
+    http = dict(repo, repo_url="http://u:p@10.0.0.1/nvidia")
+    assert definition(http, "/k")[4][1] == "machine http://10.0.0.1/nvidia login u password p\n"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("repo_url", "http://mirror.example.org/nvidia\nTrusted: yes", "control character"),
+        ("repo_url", "http://mirror.example.org/nvidia http://evil.example.org", "whitespace"),
+        ("repo_url", "ftp://mirror.example.org/nvidia", "scheme must be http, https or file"),
+        ("repo_url", "http:///nvidia", "names no host"),
+        ("url", "https://u:hunter2@mirror.example.org/key\n", "control character"),
+        ("name", "../../etc/passwd", "a file name of letters"),
+    ],
+)
+def test_a_url_or_name_that_would_write_a_broken_file_is_refused(field, value, expected):
+    from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import RepoError
+    from ansible_collections.gpufleet.stack.plugins.modules.apt_repositories import definition
+
+    repo = {"name": "nvidia-cuda", "url": "https://m.example.org/k.asc", "fingerprint": "EB69", "repo_url": CUDA}
+    with pytest.raises(RepoError) as err:
+        definition(dict(repo, **{field: value}), "/usr/share/keyrings")
+    assert expected in str(err.value)
+    assert "hunter2" not in str(err.value)
 
 
 def test_the_index_is_refreshed_when_missing_or_older_than_the_limit(tmp_path):
