@@ -13,17 +13,27 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "collections"))
 
 
-@pytest.fixture
-def ansible_env(tmp_path):
+def ansible_environment(workdir):
     """Environment for running ansible/ansible-playbook from this checkout in a test: the checkout's ansible.cfg,
     the toolchain first on PATH, no colour, and a fact cache of the test's own (never the checkout's .cache/)."""
     return dict(
         os.environ,
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
         ANSIBLE_NOCOLOR="1",
-        ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"),
+        ANSIBLE_CACHE_PLUGIN_CONNECTION=str(Path(workdir) / "facts"),
         PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
     )
+
+
+@pytest.fixture
+def ansible_env(tmp_path):
+    return ansible_environment(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def ansible_env_module(tmp_path_factory):
+    """ansible_env for a module-scoped fixture (one fact cache for the module's runs)."""
+    return ansible_environment(tmp_path_factory.mktemp("ansible"))
 
 
 @pytest.fixture

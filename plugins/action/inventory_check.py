@@ -1,0 +1,133 @@
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for gpufleet.stack.inventory_check (documented in plugins/modules/inventory_check.py).
+
+Runs once, on the controller, for every host of the play: reads each host's variables from hostvars, checks them
+against data/inventory_schema.yml and the roles' argument_specs, then checks each distinct desired stack against
+the compatibility matrix once. No host is contacted.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+
+import yaml
+from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.stack.plugins.action.stack_assert import EXTRA_VAR, MATRIX_FILE, _read_matrix
+from ansible_collections.gpufleet.stack.plugins.module_utils import _inventory as inv
+from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
+from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
+from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_inputs as si
+from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_fw as rules
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+SCHEMA_FILE = os.path.join(ROOT, "data", "inventory_schema.yml")
+UNKNOWN_HINT = (
+    "unknown to the compatibility matrix: check the version, or add a row for it to gpufleet_compat_matrix_extra "
+    "(the row kinds are described at the top of data/compat_matrix.yml)"
+)
+
+ARGUMENT_SPEC = {
+    "playbook": {"type": "str", "required": True, "choices": ["site", "upgrade", "facts"]},
+    "hosts": {"type": "list", "elements": "str"},
+}
+
+
+@functools.lru_cache(maxsize=1)
+def load_schema():
+    with open(SCHEMA_FILE, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+@functools.lru_cache(maxsize=1)
+def load_role_specs():
+    """{role: its argument_specs options} of every role in the collection."""
+    specs = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml"))):
+        with open(path, encoding="utf-8") as f:
+            specs[path.split(os.sep)[-3]] = yaml.safe_load(f)["argument_specs"]["main"]["options"]
+    return specs
+
+
+def host_values(hostvars, host, role_specs):
+    """({name: value} of the collection's variables the inventory sets for host, [problems templating them])."""
+    values, problems = {}, []
+    host_vars = hostvars[host]
+    for name in [n for n in host_vars if inv.wanted(n, role_specs)]:
+        try:
+            values[name] = host_vars[name]
+        except AnsibleError as err:
+            problems.append(f"{name} cannot be evaluated: {sc.redact(str(err)).splitlines()[0]}")
+    return values, problems
+
+
+def matrix_problems(groups):
+    """(problems by host, warnings): each distinct (stack, extra rows, strict) checked once."""
+    problems, warnings = {}, []
+    data = _read_matrix(MATRIX_FILE, os.stat(MATRIX_FILE).st_mtime_ns)
+    for (stack, extra, strict), hosts in groups.values():
+        try:
+            matrix = mx.build(data, extra)
+        except mx.MatrixError as err:
+            for host in hosts:
+                problems.setdefault(host, []).append(f"{EXTRA_VAR}: {err}")
+            continue
+        try:
+            checks = rules.evaluate(matrix, si.from_versions(stack))
+        except si.InputError as err:
+            for host in hosts:
+                problems.setdefault(host, []).append(f"gpufleet_stack: {err}")
+            continue
+        ok, message = rules.verdict(checks, strict=strict, what="gpufleet_stack")
+        for host in hosts if not ok else []:
+            problems.setdefault(host, []).append(message.replace("\n- ", "\n    - "))
+        for check in checks if ok else []:
+            if check["status"] in ("warning", "unknown"):
+                unknown = check["status"] == "unknown" and EXTRA_VAR not in check["message"]
+                hint = f"; {UNKNOWN_HINT}" if unknown else ""
+                warnings.append(
+                    f"{inv.hosts_text(hosts)}: {check['status']} [{check['rule']}] {check['message']}{hint}"
+                )
+    return problems, warnings
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(ARGUMENT_SPEC)
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        try:
+            schema, role_specs = load_schema(), load_role_specs()
+        except (OSError, yaml.YAMLError, KeyError) as err:
+            raise AnsibleActionFail(
+                f"inventory_check: cannot read {SCHEMA_FILE} or the roles' argument_specs: {err}"
+            ) from err
+        hosts = args["hosts"] or task_vars.get("ansible_play_hosts_all") or []
+        problems, stacks = {}, {}
+        for host in hosts:
+            values, problems[host] = host_values(task_vars["hostvars"], host, role_specs)
+            problems[host] += inv.check_host(schema, role_specs, values, args["playbook"])
+            rollback = args["playbook"] == "upgrade" and values.get("gpufleet_upgrade_mode") == "rollback"
+            if not problems[host] and schema["playbooks"][args["playbook"]]["stack"] and not rollback:
+                # A malformed gpufleet_stack_strict was reported above, so this host would not be here.
+                strict = str(values.get("gpufleet_stack_strict", False)).lower() in ("true", "yes", "on", "1")
+                stacks[host] = (values["gpufleet_stack"], values.get(EXTRA_VAR) or [], strict)
+        groups = inv.distinct(stacks)
+        found, warnings = matrix_problems(groups)
+        for host, more in found.items():
+            problems[host] += more
+        result.update(changed=False, hosts=len(hosts), stacks=len(groups))
+        if warnings:
+            result["warnings"] = warnings
+        message = inv.report(problems)
+        if message:
+            result.update(failed=True, msg=message)
+        else:
+            result["msg"] = f"{len(hosts)} hosts checked, {len(groups)} distinct desired stacks"
+        return result

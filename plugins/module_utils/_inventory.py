@@ -1,0 +1,130 @@
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every host's inventory values against data/inventory_schema.yml, and one report of every problem. Pure functions:
+the action plugin gpufleet.stack.inventory_check reads the values and the files."""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
+
+MAX_HOSTS_NAMED = 4
+
+
+def role_prefixes(role_specs):
+    return tuple(f"{role}_" for role in role_specs)
+
+
+def argspec_to_spec(option):
+    """A role's argument_specs option as a schema spec: its type, element type and choices."""
+    types = {"str": "str", "bool": "bool", "int": "int", "list": "list", "dict": "dict", "path": "path"}
+    spec = {"type": types.get(option.get("type", "str"), "any")}
+    if spec["type"] == "str":
+        spec["number_ok"] = True  # Ansible turns a number into the string a str option wants
+    if option.get("choices") and spec["type"] in ("str", "int"):
+        spec["choices"] = option["choices"]
+    if spec["type"] == "list":
+        spec["elements"] = argspec_to_spec({"type": option.get("elements", "raw"), "choices": option.get("choices")})
+    return spec
+
+
+def spec_for(schema, role_specs, name):
+    """(spec, None) for a variable the collection reads; ("skip", None) for one it sets itself; (None, known)."""
+    if name in schema["variables"]:
+        return schema["variables"][name], None
+    if name in schema["role_variables"]:
+        return sc.resolve_like(schema, schema["role_variables"][name]), None
+    for options in role_specs.values():
+        if name in options:
+            return argspec_to_spec(options[name]), None
+    if name in schema["not_checked"]:
+        return "skip", None
+    known = [*schema["variables"], *(n for options in role_specs.values() for n in options)]
+    return None, known
+
+
+def wanted(name, role_specs):
+    """Whether a host variable is one of this collection's (gpufleet_* or a role's prefix)."""
+    return name.startswith("gpufleet_") or name.startswith(role_prefixes(role_specs))
+
+
+def check_host(schema, role_specs, values, playbook):
+    """Every problem of one host's variables (only those the inventory sets: {name: value})."""
+    problems = []
+    for name in sorted(values):
+        spec, known = spec_for(schema, role_specs, name)
+        if spec == "skip":
+            continue
+        if spec is None:
+            problems.append(
+                f"{name} is not a variable of this collection{sc.did_you_mean(name, known)}: rename or remove it "
+                "(data/inventory_schema.yml and each role's meta/argument_specs.yml list them)"
+            )
+            continue
+        problems += sc.check(spec, values[name], name, schema["formats"])
+    rollback = playbook == "upgrade" and values.get("gpufleet_upgrade_mode") == "rollback"
+    if schema["playbooks"][playbook]["stack"] and not rollback:
+        problems += _needs(schema, values)
+    return problems
+
+
+def _needs(schema, values):
+    """The desired stack is set, and has a key for every listed component (or the role's own variable is set)."""
+    spec = schema["variables"]["gpufleet_stack"]
+    if "gpufleet_stack" not in values:
+        return [f"gpufleet_stack is not set: {spec['fix']}"]
+    stack = values["gpufleet_stack"]
+    components = values.get("gpufleet_components", schema["variables"]["gpufleet_components"]["default"])
+    if not isinstance(stack, dict) or not stack or not isinstance(components, list):
+        return []  # already reported by the type checks
+    problems = []
+    for component in components:
+        for path, role_variable in schema["component_needs"].get(component, {}).items():
+            key = path.split(".", 1)[1]
+            if key not in stack and role_variable not in values:
+                example = sc.leaf(path)
+                problems.append(
+                    f"gpufleet_stack has no {key}, which the component {component} (gpufleet_components) installs "
+                    f"from: add gpufleet_stack.{example}, or leave {component} out of gpufleet_components"
+                )
+    return problems
+
+
+def hosts_text(hosts):
+    hosts = sorted(hosts)
+    if len(hosts) <= MAX_HOSTS_NAMED:
+        return ", ".join(hosts)
+    return f"{', '.join(hosts[:MAX_HOSTS_NAMED])} and {len(hosts) - MAX_HOSTS_NAMED} more"
+
+
+def grouped(problems_by_host):
+    """[(hosts, message)]: each distinct message once, with every host that has it, in first-seen order."""
+    seen = {}
+    for host, problems in problems_by_host.items():
+        for problem in problems:
+            seen.setdefault(problem, []).append(host)
+    return [(hosts, problem) for problem, hosts in seen.items()]
+
+
+def report(problems_by_host):
+    """The one failure message for every problem of every host, or None."""
+    groups = grouped(problems_by_host)
+    if not groups:
+        return None
+    hosts = {h for h, problems in problems_by_host.items() if problems}
+    problems = f"{len(groups)} problem{'s' if len(groups) != 1 else ''}"
+    head = (
+        f"{problems} in the inventory of {len(hosts)} host{'s' if len(hosts) != 1 else ''}"
+        " (checked on the controller; no host was contacted):"
+    )
+    return head + "\n" + "\n".join(f"- {hosts_text(h)}: {p}" for h, p in groups)
+
+
+def distinct(items_by_host):
+    """{json key: (item, [hosts])}: hosts that share one item (a desired stack) are evaluated once."""
+    out = {}
+    for host, item in items_by_host.items():
+        key = json.dumps(item, sort_keys=True, default=str)
+        out.setdefault(key, (item, []))[1].append(host)
+    return out

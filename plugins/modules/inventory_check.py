@@ -1,0 +1,73 @@
+#!/usr/bin/python
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# Documentation only: the work is done by the action plugin of the same name (plugins/action/inventory_check.py),
+# which reads every host's variables and the schema on the controller.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: inventory_check
+short_description: Check every host's inventory variables against the collection's schema, on the controller
+version_added: "0.2.0"
+description:
+  - Reads the collection's variables (C(gpufleet_*) and the roles' own) that the inventory sets for each host of the
+    play, and checks them against C(data/inventory_schema.yml) (types, element types, choices, version formats,
+    ranges, URLs, paths) and each role's C(meta/argument_specs.yml). No host is contacted.
+  - Fails once, listing every problem of every host, each naming the variable as the inventory writes it
+    (C(gpufleet_stack.cuda[1])), its value and the fix. Hosts with the same problem are named together.
+  - "Unknown variables and keys get 'did you mean'; versions written as YAML numbers are refused with 'quote it'
+    (C(cuda: 12.10) reaches Ansible as the number 12.1); an empty or null C(gpufleet_stack) is refused."
+  - Then checks each distinct desired stack once against the compatibility matrix (what M(gpufleet.stack.stack_assert)
+    does), with the host's C(gpufleet_compat_matrix_extra) and C(gpufleet_stack_strict). Warnings and unknowns are
+    shown without C(-v), once per distinct stack, with the hosts that have it.
+  - Passwords in URLs are shown as C(***).
+  - Run it once per play (C(run_once)), delegated to localhost, as the first task of C(site.yml), C(upgrade.yml) and
+    C(facts.yml) do.
+author:
+  - gpufleet.stack maintainers (@gpufleet)
+options:
+  playbook:
+    description:
+      - Which playbook's needs to check. C(site) and C(upgrade) need a desired stack with a key for every listed
+        component and check it against the matrix (C(upgrade) in rollback mode does not); C(facts) needs no stack.
+    type: str
+    required: true
+    choices: [site, upgrade, facts]
+  hosts:
+    description: The hosts to check; default, every host of the play (C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+extends_documentation_fragment:
+  - gpufleet.stack.attributes
+  - gpufleet.stack.attributes.read_only
+attributes:
+  action:
+    support: full
+    description: Reads host variables and the collection's files on the controller.
+  platform:
+    platforms: posix
+seealso:
+  - module: gpufleet.stack.stack_assert
+"""
+
+EXAMPLES = r"""
+- name: Check every host's inventory and desired stack before any host is touched
+  gpufleet.stack.inventory_check:
+    playbook: site
+  run_once: true
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+hosts:
+  description: How many hosts were checked.
+  returned: always
+  type: int
+stacks:
+  description: How many distinct desired stacks were checked against the matrix.
+  returned: always
+  type: int
+"""

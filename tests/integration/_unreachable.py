@@ -1,0 +1,37 @@
+"""Run a playbook of the collection against an inventory whose only host cannot be reached.
+
+The host points at 127.0.0.1 port 1 over ssh: contacting it shows UNREACHABLE. A check on the controller that stops
+the run leaves no UNREACHABLE in the output; a run that passes the checks does try the host, so the same test can
+fail both ways.
+"""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOK_BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "ansible-playbook"
+HOST = {
+    "ansible_host": "127.0.0.1",
+    "ansible_port": 1,
+    "ansible_connection": "ssh",
+    "ansible_ssh_common_args": "-o ConnectTimeout=3",
+}
+
+
+def run(workdir, env, group_vars, *, playbook="site.yml", host_vars_text="", extra=(), hosts=("gpu-x",)):
+    """(rc, output) of ansible-playbook; group_vars is data, host_vars_text raw YAML (for what YAML itself does to a
+    value, such as an unquoted 12.10), which outranks group_vars."""
+    inv = Path(workdir) / "inventory"
+    (inv / "group_vars").mkdir(parents=True, exist_ok=True)
+    (inv / "host_vars").mkdir(exist_ok=True)
+    (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": dict.fromkeys(hosts, HOST)}}))
+    (inv / "group_vars" / "all.yml").write_text(yaml.safe_dump(group_vars))
+    (inv / "host_vars" / "gpu-x.yml").write_text(host_vars_text or "{}\n")
+    binary = str(PLAYBOOK_BIN) if PLAYBOOK_BIN.exists() else shutil.which("ansible-playbook")
+    argv = [binary, "-i", str(inv), playbook, "-e", f"gpufleet_report_dir={Path(workdir) / 'report'}", *extra]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return proc.returncode, proc.stdout + proc.stderr

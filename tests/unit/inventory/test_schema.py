@@ -1,0 +1,171 @@
+"""The inventory schema (data/inventory_schema.yml) and its checker (module_utils/_schema.py, _inventory.py)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.gpufleet.stack.plugins.module_utils import _inventory as inv
+from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
+
+ROOT = Path(__file__).resolve().parents[3]
+SCHEMA = yaml.safe_load((ROOT / "data/inventory_schema.yml").read_text())
+ROLE_SPECS = {
+    p.parents[1].name: yaml.safe_load(p.read_text())["argument_specs"]["main"]["options"]
+    for p in sorted((ROOT / "roles").glob("*/meta/argument_specs.yml"))
+}
+STACK = {"driver": "570.133.20", "cuda": "12.8", "cudnn": "9.8.0", "nccl": "2.26.2"}
+
+
+def specs(spec):
+    """Every spec nested in spec (itself, its elements, keys, values)."""
+    yield spec
+    for child in [spec.get("elements"), spec.get("values"), *(spec.get("keys") or {}).values()]:
+        if child:
+            yield from specs(child)
+
+
+def all_specs():
+    for name, spec in {**SCHEMA["variables"], **SCHEMA["role_variables"]}.items():
+        yield name, sc.resolve_like(SCHEMA, spec)
+
+
+@pytest.mark.parametrize(("name", "spec"), list(all_specs()), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_spec_uses_known_types_and_formats(name, spec):
+    for each in specs(spec):
+        assert hasattr(sc._Check, "t_" + each.get("type", "str")), f"{name}: unknown type {each.get('type')}"
+        for fmt in (each.get("format"), each.get("key_format")):
+            assert fmt is None or fmt in SCHEMA["formats"], f"{name}: unknown format {fmt}"
+
+
+def test_role_variables_are_real_role_variables_and_components_match_the_playbooks():
+    options = {n for o in ROLE_SPECS.values() for n in o}
+    assert set(SCHEMA["role_variables"]) <= options, set(SCHEMA["role_variables"]) - options
+    needed = {v for needs in SCHEMA["component_needs"].values() for v in needs.values()}
+    assert needed <= options, needed - options
+    play_vars = yaml.safe_load((ROOT / "playbooks/vars/gpufleet.yml").read_text())
+    default = SCHEMA["variables"]["gpufleet_components"]["default"]
+    assert play_vars["__gpufleet_components"] == f"{{{{ gpufleet_components | default({default!r}) }}}}"
+    assert set(SCHEMA["component_needs"]) <= set(SCHEMA["variables"]["gpufleet_components"]["elements"]["choices"])
+
+
+def test_every_format_example_matches_its_own_pattern_where_it_is_a_value():
+    import re
+
+    for name, fmt in SCHEMA["formats"].items():
+        first = fmt["example"].split('"')[1] if '"' in fmt["example"] else None
+        if first:
+            assert re.fullmatch(fmt["pattern"], first), f"{name}: example {first!r} fails its pattern"
+
+
+def check(name, value, playbook="facts", **more):
+    return inv.check_host(SCHEMA, ROLE_SPECS, {name: value, **more}, playbook)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("gpufleet_stack", {**STACK, "cuda": 12.1}, ["gpufleet_stack.cuda is the YAML number 12.1", "quote it"]),
+        ("gpufleet_stack", {**STACK, "driver": 570}, ["gpufleet_stack.driver is the YAML number 570", "quote it"]),
+        ("gpufleet_stack", {**STACK, "cudaa": "12.8"}, ["gpufleet_stack.cudaa is not a key", "did you mean cuda?"]),
+        ("gpufleet_stack", {**STACK, "cuda": ["12.8", "12.8.1"]}, ['lists "12.8" more than once']),
+        ("gpufleet_stack", {**STACK, "nccl": "2.26.2\n"}, ["gpufleet_stack.nccl", "control character"]),
+        ("gpufleet_stack", {**STACK, "driver_flavor": "opne"}, ['"opne"', "did you mean open?"]),
+        ("gpufleet_stack", {**STACK, "framework": "torch=2.7"}, ["gpufleet_stack.framework", "NAME==VERSION"]),
+        ("gpufleet_stack", {**STACK, "framework": {"name": "torch"}}, ["gpufleet_stack.framework has no version"]),
+        ("gpufleet_stack", {}, ["gpufleet_stack is {}: empty"]),
+        ("gpufleet_stack", None, ["gpufleet_stack is null"]),
+        ("gpufleet_components", ["driver", "cdua"], ['gpufleet_components[1] is "cdua"', "did you mean cuda?"]),
+        ("gpufleet_components", "driver", ['gpufleet_components is "driver": not a list']),
+        ("gpufleet_upgrade_serial", 0, ["would put the whole fleet (or none) in one batch"]),
+        ("gpufleet_upgrade_serial", "150%", ['"150%" would put the whole fleet']),
+        ("gpufleet_upgrade_serial", "abc", ['"abc" is not a host count or a percentage']),
+        ("gpufleet_upgrade_serial", [1, "0%"], ['"0%" would put']),
+        ("gpufleet_upgrade_max_fail_percentage", 101, ["out of range (0 to 100)"]),
+        ("gpufleet_upgrade_drain_timeout", "soon", ["not a whole number"]),
+        ("gpufleet_upgrade_reboot_ok", "ture", ["not a boolean", "use true or false"]),
+        ("gpufleet_nvidia_repo_url", "http://m.example.org/a b", ["whitespace"]),
+        ("gpufleet_nvidia_repo_url", "mirror.example.org", ["scheme must be http, https or file"]),
+        ("gpufleet_nvidia_repo_url", "https://u:hunter2@m.example.org/\n", ["u:***@", "control character"]),
+        (
+            "gpufleet_nvidia_repo_key",
+            {"url": "https://m.example.org/k"},
+            ["gpufleet_nvidia_repo_key has no fingerprint"],
+        ),
+        ("gpufleet_nvidia_repo_key", {"url": "https://m/k", "fingerprint": "3BF863CC"}, ['.fingerprint is "3BF863CC"']),
+        ("nccl_settings", {"NCCL_DEBUG": "WARN\nNCCL_X=1"}, ["nccl_settings.NCCL_DEBUG", "control character"]),
+        ("nccl_settings", {"NCCL_IB_DISABLE": True}, ["nccl_settings.NCCL_IB_DISABLE is true", "not a one-line"]),
+        ("nccl_settings", {"NCCL_X\n": "1"}, ['nccl_settings has the key "NCCL_X\\n"']),
+        ("nccl_setings", {}, ["nccl_setings is not a variable of this collection", "did you mean nccl_settings?"]),
+        ("gpufleet_sheduler", "slurm", ["did you mean gpufleet_scheduler?"]),
+        ("container_toolkit_cdi_spec", "/etc/cdi/", ["ends in /"]),
+        ("horovod_gpu_operations", "mpi", ['"mpi": not one of the choices']),  # from the role's argument_specs
+    ],
+)
+def test_each_bad_value_is_named_with_its_value_and_fix(name, value, expected):
+    problems = check(name, value)
+    assert problems, f"{name}={value!r} passed"
+    for text in expected:
+        assert any(text in p for p in problems), f"{text!r} not in {problems}"
+    assert not any("hunter2" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("gpufleet_stack", {**STACK, "cuda": ["12.8", "12.4"], "framework": "torch==2.7.1+cu128"}),
+        ("gpufleet_upgrade_serial", [1, "10%", "25%"]),
+        ("gpufleet_upgrade_serial", "2"),  # -e gpufleet_upgrade_serial=2 arrives as a string
+        ("gpufleet_upgrade_reboot_ok", "true"),
+        ("gpufleet_nvidia_repo_url", "https://ci:token@mirror.example.org:8443/nvidia"),
+        (
+            "gpufleet_nvidia_repo_key",
+            {
+                "url": "file:///srv/key.asc",
+                "fingerprint": "EB69 3B30 35CD 5710 E231  E123 A4B4 6996 3BF8 63CC".replace("  ", " "),
+            },
+        ),
+        ("nccl_settings", {"NCCL_SOCKET_IFNAME": "^docker,lo", "NCCL_IB_TIMEOUT": 22}),
+        ("nvidia_driver_fabricmanager", True),
+        ("gpufleet_gpu", {"anything": "a fact"}),  # set by the collection: not checked
+    ],
+)
+def test_good_values_pass(name, value):
+    assert check(name, value) == []
+
+
+def test_site_needs_a_stack_key_for_every_listed_component_unless_the_role_variable_is_set():
+    (problem,) = inv.check_host(SCHEMA, ROLE_SPECS, {}, "site")
+    assert problem.startswith("gpufleet_stack is not set: give the stack the host must run")
+    no_nccl = {k: v for k, v in STACK.items() if k != "nccl"}
+    problems = inv.check_host(SCHEMA, ROLE_SPECS, {"gpufleet_stack": no_nccl}, "site")
+    assert problems == [
+        "gpufleet_stack has no nccl, which the component nccl (gpufleet_components) installs from: add "
+        "gpufleet_stack.nccl, or leave nccl out of gpufleet_components"
+    ]
+    assert inv.check_host(SCHEMA, ROLE_SPECS, {"gpufleet_stack": no_nccl, "nccl_version": "2.26.2"}, "site") == []
+    horovod = {"gpufleet_stack": STACK, "gpufleet_components": ["driver", "horovod"]}
+    assert "gpufleet_stack has no framework" in inv.check_host(SCHEMA, ROLE_SPECS, horovod, "site")[0]
+    # rollback returns to the recorded stack; facts.yml needs none
+    assert inv.check_host(SCHEMA, ROLE_SPECS, {"gpufleet_upgrade_mode": "rollback"}, "upgrade") == []
+    assert inv.check_host(SCHEMA, ROLE_SPECS, {}, "facts") == []
+
+
+def test_one_report_names_every_host_once_per_distinct_problem():
+    problems = {f"gpu-{i:02}": ['gpufleet_scheduler is "slrum": ...'] for i in range(1, 8)}
+    problems["gpu-09"] = ["gpufleet_stack.cuda is the YAML number 12.1: ..."]
+    problems["gpu-10"] = []
+    text = inv.report(problems)
+    assert text.splitlines() == [
+        "2 problems in the inventory of 8 hosts (checked on the controller; no host was contacted):",
+        '- gpu-01, gpu-02, gpu-03, gpu-04 and 3 more: gpufleet_scheduler is "slrum": ...',
+        "- gpu-09: gpufleet_stack.cuda is the YAML number 12.1: ...",
+    ]
+    assert inv.report({"gpu-01": []}) is None
+
+
+def test_passwords_never_show():
+    assert (
+        sc.redact("https://ci:hunter2@m.example.org/x and http://u@h/")
+        == "https://ci:***@m.example.org/x and http://u@h/"
+    )
+    assert sc.shown({"url": "https://a:b@c/"}) == '{"url": "https://a:***@c/"}'
