@@ -182,6 +182,28 @@ BAD = [
         [],
         ["gpufleet_stack has no driver", "add gpufleet_stack.driver"],
     ),
+    # --- which hosts
+    (
+        "hosts-pattern-typo",
+        "site.yml",
+        "",
+        ["-e", "gpufleet_hosts=gpux"],
+        ['gpufleet_hosts is "gpux", which names no host of the inventory', "give a host pattern"],
+    ),
+    (
+        "hosts-pattern-newline",
+        "site.yml",
+        "",
+        ["-e", '{"gpufleet_hosts": "gpu-x\\n"}'],
+        ['gpufleet_hosts is "gpu-x\\n"', "control character"],
+    ),
+    (
+        "facts-hosts-typo",
+        "playbooks/facts.yml",
+        "",
+        ["-e", "gpufleet_facts_hosts=gpu_nodez"],
+        ['gpufleet_facts_hosts is "gpu_nodez", which names no host'],
+    ),
     # --- gpufleet_components
     (
         "component-typo",
@@ -660,7 +682,7 @@ def test_bad_input_stops_on_the_controller_naming_variable_value_and_fix(outcome
     rc, out = outcomes[name]
     assert rc != 0, out
     assert "UNREACHABLE" not in out, f"a host was contacted:\n{out}"
-    assert "problem" in out and "no host was contacted" in out, out
+    assert "no host was contacted" in out or "which names no host of the inventory" in out, out
     for text in expected:
         assert text in out, f"missing {text!r} in:\n{out}"
     assert "hunter2" not in out
