@@ -31,8 +31,10 @@ UNKNOWN_HINT = (
 )
 
 ARGUMENT_SPEC = {
-    "playbook": {"type": "str", "required": True, "choices": ["site", "upgrade", "facts"]},
+    "playbook": {"type": "str", "choices": ["site", "upgrade", "facts"]},
     "hosts": {"type": "list", "elements": "str"},
+    "role": {"type": "str"},
+    "skip": {"type": "list", "elements": "str", "default": []},
 }
 
 
@@ -101,13 +103,19 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        _validated, args = self.validate_argument_spec(
+            argument_spec=ARGUMENT_SPEC,
+            mutually_exclusive=[("playbook", "role")],
+            required_one_of=[("playbook", "role")],
+        )
         try:
             schema, role_specs = load_schema(), load_role_specs()
         except (OSError, yaml.YAMLError, KeyError) as err:
             raise AnsibleActionFail(
                 f"inventory_check: cannot read {SCHEMA_FILE} or the roles' argument_specs: {err}"
             ) from err
+        if args["role"]:
+            return self.check_role(result, schema, role_specs, args, task_vars)
         hosts = args["hosts"] or task_vars.get("ansible_play_hosts_all") or []
         problems, stacks = {}, {}
         for host in hosts:
@@ -130,4 +138,30 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg=message)
         else:
             result["msg"] = f"{len(hosts)} hosts checked, {len(groups)} distinct desired stacks"
+        return result
+
+    def check_role(self, result, schema, role_specs, args, task_vars):
+        """A role's variables as the role sees them (its defaults templated), for a role run alone or from a
+        playbook: a value the role's default took from an inventory variable is named with it
+        (nccl_version (from gpufleet_stack.nccl)); one set another way is named as it was set."""
+        options = role_specs.get(args["role"], {})
+        names = [n for n in schema["role_variables"] if n.startswith(f"{args['role']}_") and n not in args["skip"]]
+        problems = []
+        for name in names:
+            raw = task_vars.get(name)
+            try:
+                value = self._templar.template(raw)
+            except AnsibleError as err:
+                problems.append(f"{name} cannot be evaluated: {sc.redact(str(err)).splitlines()[0]}")
+                continue
+            from_default = name in options and raw == options[name].get("default")
+            where = inv.role_variable_where(schema, name, from_default)
+            problems += sc.check(inv.spec_for(schema, {}, name)[0], value, where, schema["formats"])
+        result.update(changed=False, checked=names)
+        if problems:
+            result.update(
+                failed=True, msg=f"{args['role']} on {task_vars['inventory_hostname']}: " + "; ".join(problems)
+            )
+        else:
+            result["msg"] = f"{len(names)} variables of {args['role']} checked"
         return result

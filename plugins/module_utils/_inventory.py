@@ -44,6 +44,14 @@ def spec_for(schema, role_specs, name):
     return None, known
 
 
+def role_variable_where(schema, name, from_default):
+    """How to name a role variable in a message: with the inventory variable its default took the value from
+    (schema `from`, or the `like` it borrows its spec from) when the role's default is in use, else itself."""
+    spec = schema["role_variables"][name]
+    source = spec.get("from") or spec.get("like")
+    return f"{name} (from {source})" if from_default and source else name
+
+
 def wanted(name, role_specs):
     """Whether a host variable is one of this collection's (gpufleet_* or a role's prefix)."""
     return name.startswith("gpufleet_") or name.startswith(role_prefixes(role_specs))

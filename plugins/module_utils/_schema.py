@@ -68,6 +68,8 @@ class _Check:
 
     def text(self, spec, value, where, what="a string"):
         """Problems of a value that must be a one-line string matching the spec's format and choices."""
+        if spec.get("empty_ok") and value == "":
+            return []
         if not isinstance(value, str):
             return self.fail(spec, where, value, f"not {what}")
         if CONTROL.search(value):

@@ -26,6 +26,10 @@ description:
   - Passwords in URLs are shown as C(***).
   - Run it once per play (C(run_once)), delegated to localhost, as the first task of C(site.yml), C(upgrade.yml) and
     C(facts.yml) do.
+  - With O(role) instead, checks one role's variables as that role sees them (its defaults templated) for the
+    current host, against the same schema. The roles' preflight does this, so a role run alone gets the same checks.
+    A value the role's default took from an inventory variable is named with it, as in
+    C(nccl_version (from gpufleet_stack.nccl\)).
 author:
   - gpufleet.stack maintainers (@gpufleet)
 options:
@@ -33,13 +37,21 @@ options:
     description:
       - Which playbook's needs to check. C(site) and C(upgrade) need a desired stack with a key for every listed
         component and check it against the matrix (C(upgrade) in rollback mode does not); C(facts) needs no stack.
+      - One of O(playbook) and O(role) is required.
     type: str
-    required: true
     choices: [site, upgrade, facts]
   hosts:
     description: The hosts to check; default, every host of the play (C(ansible_play_hosts_all)).
     type: list
     elements: str
+  role:
+    description: Check this role's variables (those of C(data/inventory_schema.yml) with the role's prefix) instead.
+    type: str
+  skip:
+    description: With O(role), variables not to check (one the role does not use in this configuration).
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - gpufleet.stack.attributes
   - gpufleet.stack.attributes.read_only
@@ -59,6 +71,11 @@ EXAMPLES = r"""
     playbook: site
   run_once: true
   delegate_to: localhost
+
+- name: Check the nccl role's settings (its preflight)
+  gpufleet.stack.inventory_check:
+    role: nccl
+    skip: "{{ [] if nccl_channel == 'network' else ['nccl_cuda'] }}"
 """
 
 RETURN = r"""

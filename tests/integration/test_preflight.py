@@ -5,9 +5,12 @@ must pass the preflight, after which the play does try the host.
 """
 
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
+from _unreachable import PLAYBOOK_BIN as PLAYBOOK
 from _unreachable import ROOT, run
 
 SANDBOX_STACK = yaml.safe_load((ROOT / "inventories/sandbox/group_vars/all.yml").read_text())["gpufleet_stack"]
@@ -101,3 +104,25 @@ def test_warnings_and_unknowns_show_without_verbose_once_per_distinct_stack(tmp_
     unknown = [w for w in warnings if "unknown [framework_cuda] torch 2.11.0 is not in the matrix" in w]
     assert len(unknown) == 1 and "gpufleet_compat_matrix_extra" in unknown[0], out
     assert "UNREACHABLE" in out and rc != 0, out
+
+
+def test_a_role_run_alone_names_the_inventory_variable_its_default_took(tmp_path, ansible_env):
+    """The roles check their settings against the same schema: a value that came through a role default is named
+    with the inventory variable it came from, one set on the role is named as set. On this machine (local
+    connection), which the role only reads: the check stops it before its install stage."""
+    play = tmp_path / "role.yml"
+    task = {
+        "name": "The nccl role alone",
+        "ansible.builtin.include_role": {"name": "gpufleet.stack.nccl", "tasks_from": "preflight"},
+        "vars": {"nccl_settings": {"NCCL_DEBUG": "WARN\nNCCL_P2P_DISABLE=1"}},
+    }
+    play.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [task]}]))
+    extra = tmp_path / "vars.yml"
+    extra.write_text(yaml.safe_dump({"gpufleet_stack": dict(SANDBOX_STACK, nccl="2.26")}))
+    argv = [str(PLAYBOOK), "-i", "localhost,", "-c", "local", str(play), "-e", f"@{extra}"]
+    argv += ["-e", f"ansible_python_interpreter={sys.executable}"]
+    proc = subprocess.run(argv, cwd=ROOT, env=ansible_env, capture_output=True, text=True, check=False, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert 'nccl_version (from gpufleet_stack.nccl) is "2.26"' in out, out
+    assert 'nccl_settings.NCCL_DEBUG is "WARN\\nNCCL_P2P_DISABLE=1": it holds a control character' in out, out

@@ -169,3 +169,19 @@ def test_passwords_never_show():
         == "https://ci:***@m.example.org/x and http://u@h/"
     )
     assert sc.shown({"url": "https://a:b@c/"}) == '{"url": "https://a:***@c/"}'
+
+
+def test_a_role_names_the_inventory_variable_only_when_its_default_was_used():
+    assert inv.role_variable_where(SCHEMA, "nccl_version", True) == "nccl_version (from gpufleet_stack.nccl)"
+    assert inv.role_variable_where(SCHEMA, "nccl_version", False) == "nccl_version"
+    assert inv.role_variable_where(SCHEMA, "nccl_cuda", True) == "nccl_cuda (from gpufleet_stack.cuda)"
+    assert inv.role_variable_where(SCHEMA, "nccl_settings", True) == "nccl_settings"  # no inventory source
+
+
+def test_every_role_variable_source_is_a_variable_of_the_schema():
+    for name, spec in SCHEMA["role_variables"].items():
+        source = spec.get("from") or spec.get("like")
+        if source:
+            top, _dot, key = source.partition(".")
+            assert top in SCHEMA["variables"], f"{name}: {source}"
+            assert not key or key in SCHEMA["variables"][top].get("keys", {}), f"{name}: {source}"
