@@ -80,6 +80,7 @@ def totals(recap):
 CONTROLLER_ACTIONS = {
     "set_fact", "assert", "debug", "fail", "meta", "include_role", "import_role", "include_tasks", "import_tasks",
     "include_vars", "fleet_report", "add_host", "group_by", "validate_argument_spec",
+    "inventory_check",  # an action plugin that reads variables and the schema on the controller
 }  # fmt: skip
 
 
