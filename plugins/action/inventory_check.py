@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import re
 
 import yaml
-from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.errors import AnsibleActionFail, AnsibleError, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.stack.plugins.action.stack_assert import EXTRA_VAR, MATRIX_FILE, _read_matrix
 from ansible_collections.gpufleet.stack.plugins.module_utils import _inventory as inv
@@ -23,6 +24,8 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as s
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_inputs as si
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_fw as rules
 
+# "'ansible_default_ipv4' is undefined": a fact the controller has not gathered yet.
+FACT = re.compile(r"'(ansible_\w+)' is undefined")
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 SCHEMA_FILE = os.path.join(ROOT, "data", "inventory_schema.yml")
 UNKNOWN_HINT = (
@@ -55,15 +58,23 @@ def load_role_specs():
 
 
 def host_values(hostvars, host, role_specs):
-    """({name: value} of the collection's variables the inventory sets for host, [problems templating them])."""
-    values, problems = {}, []
+    """({name: value} of the collection's variables the inventory sets for host, [problems templating them],
+    {name: the facts it waits for}). A value built from facts (ansible_default_ipv4...) cannot be known before the
+    host is contacted: it is left to its role's check on the host rather than refused."""
+    values, problems, deferred = {}, [], {}
     host_vars = hostvars[host]
     for name in [n for n in host_vars if inv.wanted(n, role_specs)]:
         try:
             values[name] = host_vars[name]
+        except AnsibleUndefinedVariable as err:
+            fact = FACT.search(str(err))
+            if fact:
+                deferred[name] = fact.group(1)
+            else:
+                problems.append(f"{name} cannot be evaluated: {sc.redact(str(err)).splitlines()[0]}")
         except AnsibleError as err:
             problems.append(f"{name} cannot be evaluated: {sc.redact(str(err)).splitlines()[0]}")
-    return values, problems
+    return values, problems, deferred
 
 
 def matrix_problems(groups):
@@ -117,12 +128,19 @@ class ActionModule(ActionBase):
         if args["role"]:
             return self.check_role(result, schema, role_specs, args, task_vars)
         hosts = args["hosts"] or task_vars.get("ansible_play_hosts_all") or []
-        problems, stacks = {}, {}
+        problems, stacks, deferred = {}, {}, {}
         for host in hosts:
-            values, problems[host] = host_values(task_vars["hostvars"], host, role_specs)
-            problems[host] += inv.check_host(schema, role_specs, values, args["playbook"])
+            values, problems[host], waits = host_values(task_vars["hostvars"], host, role_specs)
+            for name, fact in waits.items():
+                deferred.setdefault((name, fact), []).append(host)
+            problems[host] += inv.check_host(schema, role_specs, values, args["playbook"], deferred=set(waits))
             rollback = args["playbook"] == "upgrade" and values.get("gpufleet_upgrade_mode") == "rollback"
-            if not problems[host] and schema["playbooks"][args["playbook"]]["stack"] and not rollback:
+            if (
+                not problems[host]
+                and "gpufleet_stack" in values
+                and schema["playbooks"][args["playbook"]]["stack"]
+                and not rollback
+            ):
                 # A malformed gpufleet_stack_strict was reported above, so this host would not be here.
                 strict = str(values.get("gpufleet_stack_strict", False)).lower() in ("true", "yes", "on", "1")
                 stacks[host] = (values["gpufleet_stack"], values.get(EXTRA_VAR) or [], strict)
@@ -131,6 +149,11 @@ class ActionModule(ActionBase):
         for host, more in found.items():
             problems[host] += more
         result.update(changed=False, hosts=len(hosts), stacks=len(groups))
+        warnings += [
+            f"{inv.hosts_text(h)}: {name} uses the fact {fact}, which the controller has not gathered: its role "
+            "checks it on the host"
+            for (name, fact), h in deferred.items()
+        ]
         if warnings:
             result["warnings"] = warnings
         message = inv.report(problems)

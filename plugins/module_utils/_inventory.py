@@ -57,8 +57,9 @@ def wanted(name, role_specs):
     return name.startswith("gpufleet_") or name.startswith(role_prefixes(role_specs))
 
 
-def check_host(schema, role_specs, values, playbook):
-    """Every problem of one host's variables (only those the inventory sets: {name: value})."""
+def check_host(schema, role_specs, values, playbook, deferred=frozenset()):
+    """Every problem of one host's variables (only those the inventory sets: {name: value}); `deferred` names
+    variables that are set but wait for facts, so they cannot be checked here."""
     problems = []
     for name in sorted(values):
         spec, known = spec_for(schema, role_specs, name)
@@ -72,12 +73,12 @@ def check_host(schema, role_specs, values, playbook):
             continue
         problems += sc.check(spec, values[name], name, schema["formats"])
     rollback = playbook == "upgrade" and values.get("gpufleet_upgrade_mode") == "rollback"
-    if schema["playbooks"][playbook]["stack"] and not rollback:
-        problems += _needs(schema, values)
+    if schema["playbooks"][playbook]["stack"] and not rollback and "gpufleet_stack" not in deferred:
+        problems += _needs(schema, values, deferred)
     return problems
 
 
-def _needs(schema, values):
+def _needs(schema, values, deferred):
     """The desired stack is set, and has a key for every listed component (or the role's own variable is set)."""
     spec = schema["variables"]["gpufleet_stack"]
     if "gpufleet_stack" not in values:
@@ -90,7 +91,7 @@ def _needs(schema, values):
     for component in components:
         for path, role_variable in schema["component_needs"].get(component, {}).items():
             key = path.split(".", 1)[1]
-            if key not in stack and role_variable not in values:
+            if key not in stack and role_variable not in values and role_variable not in deferred:
                 example = sc.leaf(path)
                 problems.append(
                     f"gpufleet_stack has no {key}, which the component {component} (gpufleet_components) installs "

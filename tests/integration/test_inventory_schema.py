@@ -654,6 +654,13 @@ GOOD = [
         ["-e", "gpufleet_upgrade_mode=rollback"],
     ),
     ("facts-without-stack", "playbooks/facts.yml", "", ["-e", "pynvml_install=false"]),
+    # A value built from facts is left to its role on the host, with a warning, not refused on the controller.
+    (
+        "site-value-from-facts",
+        "site.yml",
+        "nccl_settings: {NCCL_SOCKET_IFNAME: '{{ ansible_default_ipv4.interface }}'}\n",
+        [],
+    ),
 ]
 
 
@@ -692,4 +699,6 @@ def test_bad_input_stops_on_the_controller_naming_variable_value_and_fix(outcome
 def test_valid_input_passes_the_checks_and_reaches_the_host(outcomes, case):
     rc, out = outcomes[case[0]]
     assert "problem" not in out.split("PLAY RECAP")[0].split("UNREACHABLE")[0], out
+    if case[0] == "site-value-from-facts":
+        assert "nccl_settings uses the fact ansible_default_ipv4, which the controller has not gathered" in out, out
     assert "UNREACHABLE" in out and rc != 0, out
