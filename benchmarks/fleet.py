@@ -105,6 +105,10 @@ def print_host_side(times_file):
     host = min(r["host"] for r in rows)
     mine = [r for r in rows if r["host"] == host and r["status"] in ("ok", "failed")]
     on_host = [r for r in mine if ran_on_host(r)]
+    skipped = [r for r in rows if r["host"] == host and r["status"] == "skipped"]
+    print(f"  {host}: {len(skipped)} tasks skipped:")
+    for r in skipped:
+        print(f"    {r['task']}")
     print(f"  {host}: {len(mine)} tasks ran, {sum(r['seconds'] for r in mine):.1f} s; on the host:")
     for r in sorted(on_host, key=lambda r: -r["seconds"]):
         runs = f" ({r.get('runs', 1)} runs)" if r.get("runs", 1) != 1 else ""

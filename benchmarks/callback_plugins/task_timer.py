@@ -60,3 +60,7 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         self._record(result, "failed")
+
+    def v2_runner_on_skipped(self, result):
+        # Skipped tasks are walked too (the recap counts them): listed so that --tasks can say which.
+        self._record(result, "skipped")

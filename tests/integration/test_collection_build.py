@@ -65,7 +65,7 @@ def test_installed_site_playbook_resolves_and_preflights(installed, tmp_path):
     # It proves the playbook and its tasks resolve from the installed collection and the matrix ships with it.
     stack = {"gpufleet_stack": {"driver": "570.133.20", "cuda": "12.8", "cudnn": "9.8.0", "nccl": "2.26.2"}}
     proc = installed_playbook(installed, tmp_path, "site", "--tags", "preflight", "-e", json.dumps(stack))
-    assert "Check gpufleet_stack against the compatibility matrix" in proc.stdout
+    assert "Check every host's inventory variables and desired stack" in proc.stdout
     assert "failed=0" in proc.stdout
     listed = installed_playbook(installed, tmp_path, "site", "--list-tasks").stdout
     assert "NVIDIA driver and Fabric Manager" in listed and "Fail the hosts that do not match" in listed
