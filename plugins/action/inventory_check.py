@@ -38,6 +38,8 @@ ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str"},
     "role": {"type": "str"},
     "skip": {"type": "list", "elements": "str", "default": []},
+    "os_families": {"type": "list", "elements": "str", "default": []},
+    "os_fix": {"type": "str", "default": ""},
 }
 
 
@@ -170,6 +172,21 @@ class ActionModule(ActionBase):
         options = role_specs.get(args["role"], {})
         names = [n for n in schema["role_variables"] if n.startswith(f"{args['role']}_") and n not in args["skip"]]
         problems = []
+        if args["os_families"]:
+            facts = task_vars.get("ansible_facts") or {}
+            if "os_family" not in facts:
+                # The role's OS facts, gathered once here rather than by a task of its own.
+                gathered = self._execute_module(
+                    module_name="ansible.builtin.setup", module_args={"gather_subset": ["min"]}, task_vars=task_vars
+                )
+                if gathered.get("failed"):
+                    return dict(result, **gathered)
+                facts = result["ansible_facts"] = gathered.get("ansible_facts", {})
+            if facts.get("ansible_os_family", facts.get("os_family")) not in args["os_families"]:
+                release = f"{facts.get('ansible_distribution', facts.get('distribution', '?'))} " + str(
+                    facts.get("ansible_distribution_major_version", facts.get("distribution_major_version", "?"))
+                )
+                problems.append(f"{release}: {args['os_fix'] or 'this role does not support it'}")
         for name in names:
             raw = task_vars.get(name)
             try:

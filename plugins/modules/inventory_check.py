@@ -52,6 +52,19 @@ options:
     type: list
     elements: str
     default: []
+  os_families:
+    description:
+      - With O(role), the OS families the role supports (C(ansible_facts['os_family'])); another one is a problem
+        named with the distribution and O(os_fix). Empty, no OS check.
+      - The host's minimal facts are gathered (C(ansible.builtin.setup) C(gather_subset=min)) when the play has none,
+        and returned, so the role's later tasks have them. That is the only time this module contacts a host.
+    type: list
+    elements: str
+    default: []
+  os_fix:
+    description: With O(os_families), what to do on another OS.
+    type: str
+    default: ""
 extends_documentation_fragment:
   - gpufleet.stack.attributes
   - gpufleet.stack.attributes.read_only
