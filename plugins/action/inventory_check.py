@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import json
 import os
 import re
 
@@ -24,8 +25,6 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as s
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_inputs as si
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_fw as rules
 
-# "'ansible_default_ipv4' is undefined": a fact the controller has not gathered yet.
-FACT = re.compile(r"'(ansible_\w+)' is undefined")
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 SCHEMA_FILE = os.path.join(ROOT, "data", "inventory_schema.yml")
 UNKNOWN_HINT = (
@@ -59,19 +58,22 @@ def load_role_specs():
     return specs
 
 
-def host_values(hostvars, host, role_specs):
+def host_values(templar, hostvars, host, role_specs):
     """({name: value} of the collection's variables the inventory sets for host, [problems templating them],
-    {name: the facts it waits for}). A value built from facts (ansible_default_ipv4...) cannot be known before the
-    host is contacted: it is left to its role's check on the host rather than refused."""
+    {name: why it waits}). Templated with the host's variables and hostvars, as a play would. A value built from
+    facts (ansible_default_ipv4...) or from a role's variables cannot be known before the play runs: it is left to
+    its role's check on the host rather than refused; any other undefined name is a problem (a typo)."""
     values, problems, deferred = {}, [], {}
-    host_vars = hostvars[host]
-    for name in [n for n in host_vars if inv.wanted(n, role_specs)]:
+    raw = hostvars.raw_get(host)
+    env = templar.copy_with_new_env(available_variables={**raw, "hostvars": hostvars})
+    later = re.compile(r"\b(ansible_\w+|vars\b|" + "|".join(n for o in role_specs.values() for n in o) + ")")
+    for name in [n for n in raw if inv.wanted(n, role_specs)]:
         try:
-            values[name] = host_vars[name]
+            values[name] = env.template(raw[name])
         except AnsibleUndefinedVariable as err:
-            fact = FACT.search(str(err))
-            if fact:
-                deferred[name] = fact.group(1)
+            waits = later.search(json.dumps(raw[name], default=str))
+            if waits:
+                deferred[name] = waits.group(1)
             else:
                 problems.append(f"{name} cannot be evaluated: {sc.redact(str(err)).splitlines()[0]}")
         except AnsibleError as err:
@@ -132,7 +134,7 @@ class ActionModule(ActionBase):
         hosts = args["hosts"] or task_vars.get("ansible_play_hosts_all") or []
         problems, stacks, deferred = {}, {}, {}
         for host in hosts:
-            values, problems[host], waits = host_values(task_vars["hostvars"], host, role_specs)
+            values, problems[host], waits = host_values(self._templar, task_vars["hostvars"], host, role_specs)
             for name, fact in waits.items():
                 deferred.setdefault((name, fact), []).append(host)
             problems[host] += inv.check_host(schema, role_specs, values, args["playbook"], deferred=set(waits))
@@ -152,8 +154,8 @@ class ActionModule(ActionBase):
             problems[host] += more
         result.update(changed=False, hosts=len(hosts), stacks=len(groups))
         warnings += [
-            f"{inv.hosts_text(h)}: {name} uses the fact {fact}, which the controller has not gathered: its role "
-            "checks it on the host"
+            f"{inv.hosts_text(h)}: {name} uses {fact}, which is known only when the play runs on the host: its role "
+            "checks it there"
             for (name, fact), h in deferred.items()
         ]
         if warnings:

@@ -51,12 +51,17 @@ def split_auth(url):
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
         return url, None, None
-    netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+    netloc = parts.netloc.rpartition("@")[2]  # host[:port] as written: an IPv6 address keeps its brackets
     bare = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
     # apt matches `machine` against host[:port]/path of the URI, without the scheme (https-only unless it says http).
     machine = netloc + parts.path.rstrip("/")
     machine = machine if parts.scheme == "https" else f"{parts.scheme}://{machine}"
     login, password = unquote(parts.username or ""), unquote(parts.password or "")
+    if not login or not password:
+        raise RepoError(
+            f"{sc.redact(url)} needs both a user and a password (user:password@): apt_auth.conf cannot hold one "
+            "without the other; for a token, write it as the password of a user your mirror accepts"
+        )
     if re.search(r"\s", login + password):
         raise RepoError(
             f"the user name or password of {sc.redact(url)} holds whitespace, which apt_auth.conf cannot hold"
@@ -85,7 +90,7 @@ def fetch_key(module, url, content, timeout):
     if info["status"] != 200:
         why = sc.redact(str(info.get("msg")))
         raise RepoError(f"repo_key: could not download url {sc.redact(url)}: {why} (HTTP {info['status']})")
-    return response.read(), url
+    return response.read(), sc.redact(url)
 
 
 def ensure_key(module, data, source, fingerprint, dest, *, mode=0o644):

@@ -19,8 +19,9 @@ class TargetError(ValueError):
 def parse_mode(option, text):
     """The mode of a configuration file from its octal text; refuses what no configuration file should have
     (setuid, setgid, sticky, world-writable) and what is not a mode ("77777", "rw-r--r--")."""
-    if not isinstance(text, str) or not re.fullmatch(r"0?[0-7]{3}", text.strip()):
-        raise TargetError(f'{option} {text!r} is not an octal file mode; quote three octal digits: "0644"')
+    # A leading 0 is required: an unquoted YAML 0644 arrives as the number 420, which would read as r---w----.
+    if not isinstance(text, str) or not re.fullmatch(r"0[0-7]{3}", text.strip()):
+        raise TargetError(f'{option} {text!r} is not an octal file mode; quote four octal digits: "0644"')
     mode = int(text, 8)
     if mode & 0o002:
         raise TargetError(f"{option} {text!r} makes the file world-writable; use 0644 (or 0600 for secrets)")
@@ -68,7 +69,12 @@ def write(module, dest, data, mode=0o644):
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
         os.chmod(tmp, mode)
-        module.atomic_move(tmp, dest)
+        if mode & 0o077 == 0:
+            # A private file (credentials): a plain rename keeps the temp file's 0600 throughout, where atomic_move
+            # would give a new file the umask's mode (0644) until the chmod below.
+            os.replace(tmp, dest)
+        else:
+            module.atomic_move(tmp, dest)
     finally:
         if os.path.exists(tmp):  # atomic_move failed (it exits the module): never leave the temp file behind
             os.unlink(tmp)

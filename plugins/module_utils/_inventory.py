@@ -79,23 +79,29 @@ def check_host(schema, role_specs, values, playbook, deferred=frozenset()):
 
 
 def _needs(schema, values, deferred):
-    """The desired stack is set, and has a key for every listed component (or the role's own variable is set)."""
-    spec = schema["variables"]["gpufleet_stack"]
-    if "gpufleet_stack" not in values:
-        return [f"gpufleet_stack is not set: {spec['fix']}"]
-    stack = values["gpufleet_stack"]
+    """Every listed component has the stack key it installs from, or its role's own variable is set."""
+    if "gpufleet_components" in deferred:
+        return []  # built from facts: which components is known only on the host
+    stack = values.get("gpufleet_stack", {})
     components = values.get("gpufleet_components", schema["variables"]["gpufleet_components"]["default"])
-    if not isinstance(stack, dict) or not stack or not isinstance(components, list):
+    if not isinstance(stack, dict) or (not stack and "gpufleet_stack" in values) or not isinstance(components, list):
         return []  # already reported by the type checks
+    channel = values.get("gpufleet_nvidia_channel", "network")
     problems = []
     for component in components:
-        for path, role_variable in schema["component_needs"].get(component, {}).items():
+        needs = schema["component_needs"].get(component, {})
+        for path, role_variable in needs.items():
             key = path.split(".", 1)[1]
+            own_channel = values.get(f"{schema['component_roles'][component]}_channel", channel)
+            if path in schema["distro_skips"].get(component, []) and own_channel == "distro":
+                continue
             if key not in stack and role_variable not in values and role_variable not in deferred:
-                example = sc.leaf(path)
+                what = (
+                    "gpufleet_stack has no" if "gpufleet_stack" in values else "gpufleet_stack is not set, so it has no"
+                )
                 problems.append(
-                    f"gpufleet_stack has no {key}, which the component {component} (gpufleet_components) installs "
-                    f"from: add gpufleet_stack.{example}, or leave {component} out of gpufleet_components"
+                    f"{what} {key}, which the component {component} (gpufleet_components) installs from: add "
+                    f"gpufleet_stack.{key} (or set {role_variable}), or leave {component} out of gpufleet_components"
                 )
     return problems
 
@@ -134,6 +140,9 @@ def distinct(items_by_host):
     """{json key: (item, [hosts])}: hosts that share one item (a desired stack) are evaluated once."""
     out = {}
     for host, item in items_by_host.items():
-        key = json.dumps(item, sort_keys=True, default=str)
+        try:
+            key = json.dumps(item, sort_keys=True, default=str)
+        except TypeError:  # keys of mixed types cannot be sorted
+            key = repr(item)
         out.setdefault(key, (item, []))[1].append(host)
     return out

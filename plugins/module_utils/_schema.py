@@ -15,22 +15,36 @@ import re
 from urllib.parse import urlsplit
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/@\s]*)@")
+# Everything up to the last "@" of the URL's token: an unencoded "/" or "@" in a password must not end the match.
+USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(\S*)@")
 BOOL_WORDS = {"true", "false", "yes", "no", "on", "off", "1", "0"}
 MAX_SHOWN = 120
 
 
+def _hide(match):
+    user, colon, _secret = match.group(2).partition(":")
+    # user:password@ keeps the user (it helps find the entry); a lone token@ is the secret itself.
+    return match.group(1) + (f"{user}:***" if colon else "***") + "@"
+
+
 def redact(value):
-    """value with the password of every URL in it replaced by *** (user names stay: they help find the entry)."""
+    """value with the secret of every URL in it (a password, or a lone token) replaced by ***."""
     if isinstance(value, str):
-        return USERINFO.sub(
-            lambda m: m.group(1) + m.group(2).split(":", 1)[0] + (":***" if ":" in m.group(2) else "") + "@", value
-        )
+        return USERINFO.sub(_hide, value)
     if isinstance(value, dict):
         return {redact(k): redact(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(v) for v in value]
     return value
+
+
+def secrets(url):
+    """The secret strings of a URL's userinfo (the password, or a lone token), for Ansible's no_log_values."""
+    found = USERINFO.search(url) if isinstance(url, str) else None
+    if not found:
+        return []
+    user, colon, secret = found.group(2).partition(":")
+    return [s for s in ((secret,) if colon else (user,)) if s]
 
 
 def shown(value):
@@ -76,7 +90,7 @@ class _Check:
             return self.fail(
                 spec, where, value, "it holds a control character (newline, tab...), which would reach a file"
             )
-        if spec.get("choices") and value not in spec["choices"]:
+        if spec.get("choices") and (value.lower() if spec.get("lower") else value) not in spec["choices"]:
             return self.fail(spec, where, value, "not one of the choices" + did_you_mean(value, spec["choices"]))
         fmt = self.formats.get(spec.get("format") or "")
         if fmt and not re.fullmatch(fmt["pattern"], value):
@@ -205,7 +219,10 @@ class _Check:
             (parts.scheme not in ("http", "https", "file"), "its scheme must be http, https or file"),
             (parts.scheme != "file" and not parts.hostname, "it names no host"),
             (parts.scheme == "file" and (parts.netloc or not parts.path.startswith("/")), "a file URL is file:///path"),
-            (parts.query or parts.fragment, "a repository URL has no ?query or #fragment"),
+            (
+                parts.fragment or (parts.query and not spec.get("query_ok")),
+                "a repository URL has no ?query or #fragment",
+            ),
             ((parts.username or parts.password) and not spec.get("credentials"), "credentials cannot go in this URL"),
         ]
         return next((self.fail(spec, where, value, what) for bad, what in wrong if bad), [])

@@ -106,7 +106,6 @@ index_refreshed:
 
 import os
 import time
-from urllib.parse import urlsplit
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import (
@@ -121,6 +120,7 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import (
     host_arch,
     split_auth,
 )
+from ansible_collections.gpufleet.stack.plugins.module_utils._schema import secrets
 
 INDEX = "/var/cache/apt/pkgcache.bin"
 SOURCES = "/etc/apt/sources.list.d"
@@ -172,10 +172,7 @@ def main():
     )
     p = module.params
     for repo in p["repositories"]:
-        for url in (repo["url"], repo["repo_url"]):
-            password = urlsplit(url).password if "@" in url else None
-            if password:
-                module.no_log_values.add(password)
+        module.no_log_values.update(secrets(repo["url"]) + secrets(repo["repo_url"]))
     try:
         repos = [(repo, definition(repo, p["keyring_dir"], p["header"])) for repo in p["repositories"]]
         # Every key first: a refused one stops the run before any source is written.

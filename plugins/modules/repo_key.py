@@ -90,6 +90,7 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import (
     fetch_key,
 )
 from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import TargetError, check_dest, parse_mode
+from ansible_collections.gpufleet.stack.plugins.module_utils._schema import secrets
 
 
 def main():
@@ -108,6 +109,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    module.no_log_values.update(secrets(p["url"]))
     # Every argument before the download, and the download before the write: a refusal leaves dest as it was.
     try:
         mode = parse_mode("mode", p["mode"])

@@ -325,6 +325,13 @@ BAD = [
         ['"https://ci:***@mirror.example.org/nvidia\\n"', "control character"],
     ),
     (
+        "repo-url-password-with-slash",
+        "site.yml",
+        'gpufleet_nvidia_repo_url: "https://ci:hunter2/x@mirror.example.org/nvidia\\n"\n',
+        [],
+        ['"https://ci:***@mirror.example.org/nvidia\\n"', "control character"],
+    ),
+    (
         "repo-url-undefined",
         "site.yml",
         'gpufleet_nvidia_repo_url: "{{ site_mirror_base }}/nvidia"\n',
@@ -654,6 +661,14 @@ GOOD = [
         ["-e", "gpufleet_upgrade_mode=rollback"],
     ),
     ("facts-without-stack", "playbooks/facts.yml", "", ["-e", "pynvml_install=false"]),
+    # Templated from another host's variables and a key as gpg prints it (two spaces in the middle), no key URL.
+    (
+        "site-hostvars-and-gpg-fingerprint",
+        "site.yml",
+        "gpufleet_nvidia_repo_url: \"http://{{ hostvars['gpu-x'].ansible_host }}:8790\"\n"
+        "gpufleet_nvidia_repo_key: {fingerprint: 'EB69 3B30 35CD 5710 E231  E123 A4B4 6996 3BF8 63CC'}\n",
+        [],
+    ),
     # A value built from facts is left to its role on the host, with a warning, not refused on the controller.
     (
         "site-value-from-facts",
@@ -700,5 +715,5 @@ def test_valid_input_passes_the_checks_and_reaches_the_host(outcomes, case):
     rc, out = outcomes[case[0]]
     assert "problem" not in out.split("PLAY RECAP")[0].split("UNREACHABLE")[0], out
     if case[0] == "site-value-from-facts":
-        assert "nccl_settings uses the fact ansible_default_ipv4, which the controller has not gathered" in out, out
+        assert "nccl_settings uses ansible_default_ipv4, which is known only when the play runs on the host" in out, out
     assert "UNREACHABLE" in out and rc != 0, out

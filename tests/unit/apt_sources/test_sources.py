@@ -91,6 +91,10 @@ def test_credentials_go_to_apt_auth_conf_never_the_source():
     assert path == "/etc/apt/auth.conf.d/gpufleet-nvidia-cuda.conf"
     # apt_auth.conf(5): without a protocol the entry matches https only; the password is percent-decoded.
     assert line == "machine mirror.example.org:8443/nvidia/cuda login ci@site password s3cr/t\n"
+    # IPv6 keeps its brackets in the source and the machine line.
+    v6 = dict(repo, repo_url="https://u:p@[2001:db8::1]:8443/nvidia")
+    assert definition(v6, "/k")[2] == "https://[2001:db8::1]:8443/nvidia/"
+    assert definition(v6, "/k")[4][1] == "machine [2001:db8::1]:8443/nvidia login u password p\n"
     http = dict(repo, repo_url="http://u:p@10.0.0.1/nvidia")
     assert definition(http, "/k")[4][1] == "machine http://10.0.0.1/nvidia login u password p\n"
 
@@ -104,6 +108,8 @@ def test_credentials_go_to_apt_auth_conf_never_the_source():
         ("repo_url", "http:///nvidia", "names no host"),
         ("url", "https://u:hunter2@mirror.example.org/key\n", "control character"),
         ("name", "../../etc/passwd", "a file name of letters"),
+        ("repo_url", "https://:hunter2@mirror.example.org/nvidia", "needs both a user and a password"),
+        ("repo_url", "https://hunter2@mirror.example.org/nvidia", "needs both a user and a password"),
     ],
 )
 def test_a_url_or_name_that_would_write_a_broken_file_is_refused(field, value, expected):

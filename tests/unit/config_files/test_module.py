@@ -80,6 +80,7 @@ def test_every_argument_is_checked_before_the_first_file_is_written(run_module, 
     cases = [
         ({"files": {good: "x\n"}, "mode": "77777"}, "not an octal file mode"),  # setuid and world-writable, 5 digits
         ({"files": {good: "x\n"}, "mode": "0666"}, "world-writable"),
+        ({"files": {good: "x\n"}, "mode": "420"}, "not an octal file mode"),  # an unquoted YAML 0644
         ({"files": {good: "x\n", str(tmp_path / "sub") + "/": "y\n"}}, "is a directory"),
         ({"files": {good: "x\n", str(tmp_path): "y\n"}}, "is a directory"),
         ({"files": {good: "x\n", str(tmp_path / "a\nb"): "y\n"}}, "on one line"),
@@ -90,3 +91,12 @@ def test_every_argument_is_checked_before_the_first_file_is_written(run_module, 
         rc, result = run_module("gpufleet.stack.config_files", args)
         assert rc != 0 and expected in result["msg"], (args, result)
         assert sorted(p.name for p in tmp_path.iterdir()) == [], (args, list(tmp_path.iterdir()))
+
+
+def test_a_private_file_is_never_readable_by_others(run_module, tmp_path):
+    path = tmp_path / "auth.conf"
+    rc, result = run_module(
+        "gpufleet.stack.config_files", {"files": {str(path): "machine m login u password p\n"}, "mode": "0600"}
+    )
+    assert (rc, result["changed"]) == (0, True)
+    assert oct(path.stat().st_mode & 0o777) == "0o600"

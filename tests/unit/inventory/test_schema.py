@@ -126,6 +126,10 @@ def test_each_bad_value_is_named_with_its_value_and_fix(name, value, expected):
         ),
         ("nccl_settings", {"NCCL_SOCKET_IFNAME": "^docker,lo", "NCCL_IB_TIMEOUT": 22}),
         ("nvidia_driver_fabricmanager", True),
+        ("nvidia_driver_fabricmanager", "AUTO"),
+        ("gpufleet_nvidia_repo_key", {"fingerprint": "EB69 3B30 35CD 5710 E231  E123 A4B4 6996 3BF8 63CC"}),
+        ("gpufleet_nvidia_repo_key", {"url": "https://m.example.org/k?v=2", "fingerprint": "EB69" * 10}),
+        ("cudnn_cuda_version", "12"),
         ("gpufleet_gpu", {"anything": "a fact"}),  # set by the collection: not checked
     ],
 )
@@ -134,13 +138,23 @@ def test_good_values_pass(name, value):
 
 
 def test_site_needs_a_stack_key_for_every_listed_component_unless_the_role_variable_is_set():
-    (problem,) = inv.check_host(SCHEMA, ROLE_SPECS, {}, "site")
-    assert problem.startswith("gpufleet_stack is not set: give the stack the host must run")
+    problems = inv.check_host(SCHEMA, ROLE_SPECS, {}, "site")
+    assert [p.split(", which")[0] for p in problems] == [
+        f"gpufleet_stack is not set, so it has no {key}" for key in ("driver", "cuda", "cudnn", "cuda", "nccl", "cuda")
+    ]
+    # A stack is not needed where nothing listed installs from one, or the roles' own variables are set.
+    assert inv.check_host(SCHEMA, ROLE_SPECS, {"gpufleet_components": ["container_toolkit"]}, "site") == []
+    alone = {"gpufleet_components": ["cuda"], "cuda_toolkit_versions": ["12.8"]}
+    assert inv.check_host(SCHEMA, ROLE_SPECS, alone, "site") == []
+    # Debian's libnccl2 names no CUDA build: no gpufleet_stack.cuda needed for nccl on the distro channel.
+    distro = {"gpufleet_components": ["nccl"], "gpufleet_stack": {"nccl": "2.22.3"}, "nccl_channel": "distro"}
+    assert inv.check_host(SCHEMA, ROLE_SPECS, distro, "site") == []
+    assert "has no cuda" in inv.check_host(SCHEMA, ROLE_SPECS, dict(distro, nccl_channel="network"), "site")[0]
     no_nccl = {k: v for k, v in STACK.items() if k != "nccl"}
     problems = inv.check_host(SCHEMA, ROLE_SPECS, {"gpufleet_stack": no_nccl}, "site")
     assert problems == [
         "gpufleet_stack has no nccl, which the component nccl (gpufleet_components) installs from: add "
-        "gpufleet_stack.nccl, or leave nccl out of gpufleet_components"
+        "gpufleet_stack.nccl (or set nccl_version), or leave nccl out of gpufleet_components"
     ]
     assert inv.check_host(SCHEMA, ROLE_SPECS, {"gpufleet_stack": no_nccl, "nccl_version": "2.26.2"}, "site") == []
     horovod = {"gpufleet_stack": STACK, "gpufleet_components": ["driver", "horovod"]}
@@ -165,9 +179,14 @@ def test_one_report_names_every_host_once_per_distinct_problem():
 
 def test_passwords_never_show():
     assert (
-        sc.redact("https://ci:hunter2@m.example.org/x and http://u@h/")
-        == "https://ci:***@m.example.org/x and http://u@h/"
+        sc.redact("https://ci:hunter2@m.example.org/x and http://tok@h/")
+        == "https://ci:***@m.example.org/x and http://***@h/"
     )
+    # An unencoded / or @ in the password must not end the match and leave the rest showing.
+    assert sc.redact("https://u:p/ss@h/x") == "https://u:***@h/x"
+    assert sc.redact("https://u:p@ss@h/x") == "https://u:***@h/x"
+    assert sc.secrets("https://u:p@ss@h/x") == ["p@ss"] and sc.secrets("https://tok@h/") == ["tok"]
+    assert sc.secrets("https://h/x") == []
     assert sc.shown({"url": "https://a:b@c/"}) == '{"url": "https://a:***@c/"}'
 
 
