@@ -93,7 +93,7 @@ def main():
             inv = work / f"hosts-{count}.yml"
             inventory(inv, count)
             runs = {"new": [], "old": []}
-            for _ in range(args.rounds):
+            for _round in range(args.rounds):
                 for name, book in (("new", new), ("old", old)):
                     runs[name].append(timed([BIN / "ansible-playbook", "-i", inv, book], env))
             n, o = statistics.median(runs["new"]), statistics.median(runs["old"])
