@@ -38,7 +38,9 @@ ARGUMENT_SPEC = {
     "role": {"type": "str"},
     "skip": {"type": "list", "elements": "str", "default": []},
     "os_families": {"type": "list", "elements": "str", "default": []},
+    "distributions": {"type": "list", "elements": "str", "default": []},
     "os_fix": {"type": "str", "default": ""},
+    "gather_subset": {"type": "list", "elements": "str", "default": ["min"]},
 }
 
 
@@ -174,20 +176,27 @@ class ActionModule(ActionBase):
         options = role_specs.get(args["role"], {})
         names = [n for n in schema["role_variables"] if n.startswith(f"{args['role']}_") and n not in args["skip"]]
         problems = []
-        if args["os_families"]:
+        if args["os_families"] or args["distributions"]:
             facts = task_vars.get("ansible_facts") or {}
-            if "os_family" not in facts:
+            needed = ["os_family"] + (["virtualization_type"] if "virtual" in args["gather_subset"] else [])
+            if any(key not in facts for key in needed):
                 # The role's OS facts, gathered once here rather than by a task of its own.
                 gathered = self._execute_module(
-                    module_name="ansible.builtin.setup", module_args={"gather_subset": ["min"]}, task_vars=task_vars
+                    module_name="ansible.builtin.setup",
+                    module_args={"gather_subset": args["gather_subset"]},
+                    task_vars=task_vars,
                 )
                 if gathered.get("failed"):
                     return dict(result, **gathered)
                 facts = result["ansible_facts"] = gathered.get("ansible_facts", {})
-            if facts.get("ansible_os_family", facts.get("os_family")) not in args["os_families"]:
-                release = f"{facts.get('ansible_distribution', facts.get('distribution', '?'))} " + str(
-                    facts.get("ansible_distribution_major_version", facts.get("distribution_major_version", "?"))
-                )
+
+            def fact(key):  # setup's form (ansible_os_family) or the play's (os_family)
+                return facts.get(f"ansible_{key}", facts.get(key, "?"))
+
+            if (args["os_families"] and fact("os_family") not in args["os_families"]) or (
+                args["distributions"] and fact("distribution") not in args["distributions"]
+            ):
+                release = f"{fact('distribution')} {fact('distribution_major_version')}"
                 problems.append(f"{release}: {args['os_fix'] or 'this role does not support it'}")
         for name in names:
             raw = task_vars.get(name)
