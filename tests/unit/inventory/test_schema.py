@@ -139,7 +139,7 @@ def test_good_values_pass(name, value):
 
 def test_site_needs_a_stack_key_for_every_listed_component_unless_the_role_variable_is_set():
     problems = inv.check_host(SCHEMA, ROLE_SPECS, {}, "site")
-    assert [p.split(", which")[0] for p in problems] == [
+    assert [p.split(", which", maxsplit=1)[0] for p in problems] == [
         f"gpufleet_stack is not set, so it has no {key}" for key in ("driver", "cuda", "cudnn", "cuda", "nccl", "cuda")
     ]
     # A stack is not needed where nothing listed installs from one, or the roles' own variables are set.
