@@ -13,12 +13,11 @@ import functools
 import glob
 import json
 import os
-import re
 
 import yaml
 from ansible.errors import AnsibleActionFail, AnsibleError, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.stack.plugins.action.stack_assert import EXTRA_VAR, MATRIX_FILE, _read_matrix
+from ansible_collections.gpufleet.stack.plugins.action.stack_assert import EXTRA_VAR, matrix_data
 from ansible_collections.gpufleet.stack.plugins.module_utils import _inventory as inv
 from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
 from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
@@ -60,16 +59,15 @@ def load_role_specs():
     return specs
 
 
-def host_values(templar, hostvars, host, role_specs):
+def host_values(templar, hostvars, host, prefixes, later):
     """({name: value} of the collection's variables the inventory sets for host, [problems templating them],
-    {name: why it waits}). Templated with the host's variables and hostvars, as a play would. A value built from
-    facts (ansible_default_ipv4...) or from a role's variables cannot be known before the play runs: it is left to
-    its role's check on the host rather than refused; any other undefined name is a problem (a typo)."""
+    {name: what it waits for}). Templated with the host's variables and hostvars, as a play would. A value that
+    waits for what only the play knows (inv.later_pattern: facts, role variables) is left to its role's check on the
+    host rather than refused; any other undefined name is a problem (a typo)."""
     values, problems, deferred = {}, [], {}
     raw = hostvars.raw_get(host)
     env = templar.copy_with_new_env(available_variables={**raw, "hostvars": hostvars})
-    later = re.compile(r"\b(ansible_\w+|vars\b|" + "|".join(n for o in role_specs.values() for n in o) + ")")
-    for name in [n for n in raw if inv.wanted(n, role_specs)]:
+    for name in [n for n in raw if inv.wanted(n, prefixes)]:
         try:
             values[name] = env.template(raw[name])
         except AnsibleUndefinedVariable as err:
@@ -86,7 +84,9 @@ def host_values(templar, hostvars, host, role_specs):
 def matrix_problems(groups):
     """(problems by host, warnings): each distinct (stack, extra rows, strict) checked once."""
     problems, warnings = {}, []
-    data = _read_matrix(MATRIX_FILE, os.stat(MATRIX_FILE).st_mtime_ns)
+    if not groups:
+        return problems, warnings  # facts.yml, rollback: no stack to check, no matrix to read
+    data = matrix_data()
     for (stack, extra, strict), hosts in groups.values():
         try:
             matrix = mx.build(data, extra)
@@ -134,21 +134,16 @@ class ActionModule(ActionBase):
         if args["role"]:
             return self.check_role(result, schema, role_specs, args, task_vars)
         hosts = args["hosts"] or task_vars.get("ansible_play_hosts_all") or []
+        prefixes, later = inv.role_prefixes(role_specs), inv.later_pattern(role_specs)
         problems, stacks, deferred = {}, {}, {}
         for host in hosts:
-            values, problems[host], waits = host_values(self._templar, task_vars["hostvars"], host, role_specs)
+            values, problems[host], waits = host_values(self._templar, task_vars["hostvars"], host, prefixes, later)
             for name, fact in waits.items():
                 deferred.setdefault((name, fact), []).append(host)
             problems[host] += inv.check_host(schema, role_specs, values, args["playbook"], deferred=set(waits))
-            rollback = args["playbook"] == "upgrade" and values.get("gpufleet_upgrade_mode") == "rollback"
-            if (
-                not problems[host]
-                and "gpufleet_stack" in values
-                and schema["playbooks"][args["playbook"]]["stack"]
-                and not rollback
-            ):
-                # A malformed gpufleet_stack_strict was reported above, so this host would not be here.
-                strict = str(values.get("gpufleet_stack_strict", False)).lower() in ("true", "yes", "on", "1")
+            # A host with problems (a malformed gpufleet_stack_strict among them) is not matched against the matrix.
+            if not problems[host] and "gpufleet_stack" in values and inv.needs_stack(schema, values, args["playbook"]):
+                strict = sc.is_true(values.get("gpufleet_stack_strict", False))
                 stacks[host] = (values["gpufleet_stack"], values.get(EXTRA_VAR) or [], strict)
         groups = inv.distinct(stacks)
         found, warnings = matrix_problems(groups)
@@ -175,29 +170,11 @@ class ActionModule(ActionBase):
         (nccl_version (from gpufleet_stack.nccl)); one set another way is named as it was set."""
         options = role_specs.get(args["role"], {})
         names = [n for n in schema["role_variables"] if n.startswith(f"{args['role']}_") and n not in args["skip"]]
-        problems = []
-        if args["os_families"] or args["distributions"]:
-            facts = task_vars.get("ansible_facts") or {}
-            needed = ["os_family"] + (["virtualization_type"] if "virtual" in args["gather_subset"] else [])
-            if any(key not in facts for key in needed):
-                # The role's OS facts, gathered once here rather than by a task of its own.
-                gathered = self._execute_module(
-                    module_name="ansible.builtin.setup",
-                    module_args={"gather_subset": args["gather_subset"]},
-                    task_vars=task_vars,
-                )
-                if gathered.get("failed"):
-                    return dict(result, **gathered)
-                facts = result["ansible_facts"] = gathered.get("ansible_facts", {})
-
-            def fact(key):  # setup's form (ansible_os_family) or the play's (os_family)
-                return facts.get(f"ansible_{key}", facts.get(key, "?"))
-
-            if (args["os_families"] and fact("os_family") not in args["os_families"]) or (
-                args["distributions"] and fact("distribution") not in args["distributions"]
-            ):
-                release = f"{fact('distribution')} {fact('distribution_major_version')}"
-                problems.append(f"{release}: {args['os_fix'] or 'this role does not support it'}")
+        failure, problems, gathered = self.os_problems(args, task_vars)
+        if failure:
+            return dict(result, **failure)
+        if gathered is not None:
+            result["ansible_facts"] = gathered
         for name in names:
             raw = task_vars.get(name)
             try:
@@ -207,7 +184,8 @@ class ActionModule(ActionBase):
                 continue
             from_default = name in options and raw == options[name].get("default")
             where = inv.role_variable_where(schema, name, from_default)
-            problems += sc.check(inv.spec_for(schema, {}, name)[0], value, where, schema["formats"])
+            spec = sc.resolve_like(schema, schema["role_variables"][name])
+            problems += sc.check(spec, value, where, schema["formats"])
         result.update(changed=False, checked=names)
         if problems:
             result.update(
@@ -216,3 +194,31 @@ class ActionModule(ActionBase):
         else:
             result["msg"] = f"{len(names)} variables of {args['role']} checked"
         return result
+
+    def os_problems(self, args, task_vars):
+        """(setup's failed result or None, [problem] when the host's OS is not one the role supports, the facts
+        gathered here or None). The role's minimal facts are gathered here, once, when the play has none, rather
+        than by a task of its own."""
+        if not (args["os_families"] or args["distributions"]):
+            return None, [], None
+        facts, gathered = task_vars.get("ansible_facts") or {}, None
+        needed = ["os_family"] + (["virtualization_type"] if "virtual" in args["gather_subset"] else [])
+        if any(key not in facts for key in needed):
+            result = self._execute_module(
+                module_name="ansible.builtin.setup",
+                module_args={"gather_subset": args["gather_subset"]},
+                task_vars=task_vars,
+            )
+            if result.get("failed"):
+                return result, [], None
+            facts = gathered = result.get("ansible_facts", {})
+
+        def fact(key):  # setup's form (ansible_os_family) or the play's (os_family)
+            return facts.get(f"ansible_{key}", facts.get(key, "?"))
+
+        if (args["os_families"] and fact("os_family") not in args["os_families"]) or (
+            args["distributions"] and fact("distribution") not in args["distributions"]
+        ):
+            release = f"{fact('distribution')} {fact('distribution_major_version')}"
+            return None, [f"{release}: {args['os_fix'] or 'this role does not support it'}"], gathered
+        return None, [], gathered

@@ -36,13 +36,17 @@ def _read_matrix(path, mtime):  # pylint: disable=unused-argument  # mtime keys 
         return yaml.safe_load(f)
 
 
-def load_matrix(extra, path=MATRIX_FILE):
-    # The preflight runs once per host, delegated to the controller: parse the file once per worker process,
-    # not once per host. mx.build copies what it takes, so the cached data is never changed.
+def matrix_data(path=MATRIX_FILE):
+    """The shipped matrix file, parsed once per worker process (this action runs per host in verification).
+    mx.build copies what it takes, so the cached data is never changed."""
     try:
-        data = _read_matrix(path, os.stat(path).st_mtime_ns)
+        return _read_matrix(path, os.stat(path).st_mtime_ns)
     except (OSError, yaml.YAMLError) as err:
         raise AnsibleActionFail(f"cannot read the compatibility matrix {os.path.normpath(path)}: {err}") from err
+
+
+def load_matrix(extra, path=MATRIX_FILE):
+    data = matrix_data(path)
     try:
         return mx.build(data, extra)
     except mx.MatrixError as err:

@@ -26,7 +26,8 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class RepoError(Exception):
-    """Refused: the message says what and what to do; extra holds fields for the result."""
+    """Refused: the message says what and what to do (the module puts its name in front); extra holds fields for
+    the result."""
 
     def __init__(self, msg, **extra):
         super().__init__(msg)
@@ -47,10 +48,10 @@ def check_name(option, name):
 
 
 def split_auth(url):
-    """(url without user:password@, the apt_auth.conf line for it or None, the password or None)."""
+    """(url without user:password@, the apt_auth.conf line for it or None)."""
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
-        return url, None, None
+        return url, None
     netloc = parts.netloc.rpartition("@")[2]  # host[:port] as written: an IPv6 address keeps its brackets
     bare = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
     # apt matches `machine` against host[:port]/path of the URI, without the scheme (https-only unless it says http).
@@ -66,7 +67,7 @@ def split_auth(url):
         raise RepoError(
             f"the user name or password of {sc.redact(url)} holds whitespace, which apt_auth.conf cannot hold"
         )
-    return bare, f"machine {machine} login {login} password {password}\n", password or None
+    return bare, f"machine {machine} login {login} password {password}\n"
 
 
 def ensure_auth(module, path, line):
@@ -89,7 +90,7 @@ def fetch_key(module, url, content, timeout):
     response, info = fetch_url(module, url, timeout=timeout)
     if info["status"] != 200:
         why = sc.redact(str(info.get("msg")))
-        raise RepoError(f"repo_key: could not download url {sc.redact(url)}: {why} (HTTP {info['status']})")
+        raise RepoError(f"could not download url {sc.redact(url)}: {why} (HTTP {info['status']})")
     return response.read(), sc.redact(url)
 
 
@@ -98,16 +99,16 @@ def ensure_key(module, data, source, fingerprint, dest, *, mode=0o644):
     want = normalize(fingerprint)
     if len(want) not in (40, 64) or any(c not in "0123456789ABCDEF" for c in want):
         raise RepoError(
-            f"repo_key: fingerprint {fingerprint!r} is not a full key fingerprint; "
+            f"fingerprint {fingerprint!r} is not a full key fingerprint; "
             "give all 40 hex digits (gpg --show-keys --with-fingerprint KEYFILE), not a short key id"
         )
     try:
         raw, found = primary_fingerprints(data)
     except KeyError_ as exc:
-        raise RepoError(f"repo_key: {source} is not an OpenPGP public key: {exc}") from exc
+        raise RepoError(f"{source} is not an OpenPGP public key: {exc}") from exc
     if found != [want]:
         raise RepoError(
-            f"repo_key: {source} holds key(s) {', '.join(found)}, not the pinned fingerprint {want}; "
+            f"{source} holds key(s) {', '.join(found)}, not the pinned fingerprint {want}; "
             f"{dest} was left unchanged. If the repository really rotated its key, check the new fingerprint "
             "with its publisher and update the pin.",
             found=found,

@@ -6,6 +6,7 @@ the action plugin gpufleet.stack.inventory_check reads the values and the files.
 from __future__ import annotations
 
 import json
+import re
 
 from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
 
@@ -52,9 +53,23 @@ def role_variable_where(schema, name, from_default):
     return f"{name} (from {source})" if from_default and source else name
 
 
-def wanted(name, role_specs):
-    """Whether a host variable is one of this collection's (gpufleet_* or a role's prefix)."""
-    return name.startswith("gpufleet_") or name.startswith(role_prefixes(role_specs))
+def wanted(name, prefixes):
+    """Whether a host variable is one of this collection's (gpufleet_* or a role's prefix, role_prefixes())."""
+    return name.startswith("gpufleet_") or name.startswith(prefixes)
+
+
+def later_pattern(role_specs):
+    """What an undefined value may wait for, legitimately: a fact (ansible_*), `vars`, or a role's variable, all
+    known only when the play runs on the host. Any other undefined name is a typo."""
+    names = sorted(n for options in role_specs.values() for n in options)
+    return re.compile(r"\b(ansible_\w+|vars\b|" + "|".join(map(re.escape, names)) + r")\b")
+
+
+def needs_stack(schema, values, playbook):
+    """Whether the playbook needs the host's desired stack: upgrade.yml in rollback mode returns each host to the
+    stack recorded on it instead."""
+    rollback = playbook == "upgrade" and values.get("gpufleet_upgrade_mode") == "rollback"
+    return schema["playbooks"][playbook]["stack"] and not rollback
 
 
 def check_host(schema, role_specs, values, playbook, deferred=frozenset()):
@@ -72,8 +87,7 @@ def check_host(schema, role_specs, values, playbook, deferred=frozenset()):
             )
             continue
         problems += sc.check(spec, values[name], name, schema["formats"])
-    rollback = playbook == "upgrade" and values.get("gpufleet_upgrade_mode") == "rollback"
-    if schema["playbooks"][playbook]["stack"] and not rollback and "gpufleet_stack" not in deferred:
+    if needs_stack(schema, values, playbook) and "gpufleet_stack" not in deferred:
         problems += _needs(schema, values, deferred)
     return problems
 
@@ -88,12 +102,12 @@ def _needs(schema, values, deferred):
         return []  # already reported by the type checks
     channel = values.get("gpufleet_nvidia_channel", "network")
     problems = []
-    for component in components:
-        needs = schema["component_needs"].get(component, {})
-        for path, role_variable in needs.items():
+    for component in (c for c in components if c in schema["component_roles"]):  # others: refused by the type check
+        own_channel = values.get(f"{schema['component_roles'][component]}_channel", channel)
+        skips = schema["distro_skips"].get(component, []) if own_channel == "distro" else []
+        for path, role_variable in schema["component_needs"].get(component, {}).items():
             key = path.split(".", 1)[1]
-            own_channel = values.get(f"{schema['component_roles'][component]}_channel", channel)
-            if path in schema["distro_skips"].get(component, []) and own_channel == "distro":
+            if path in skips:
                 continue
             if key not in stack and role_variable not in values and role_variable not in deferred:
                 what = (

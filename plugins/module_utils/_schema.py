@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Everything up to the last "@" of the URL's token: an unencoded "/" or "@" in a password must not end the match.
 USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(\S*)@")
-BOOL_WORDS = {"true", "false", "yes", "no", "on", "off", "1", "0"}
+TRUE_WORDS = {"true", "yes", "on", "1"}
+BOOL_WORDS = TRUE_WORDS | {"false", "no", "off", "0"}
 MAX_SHOWN = 120
 
 
@@ -54,6 +55,11 @@ def shown(value):
         return f"the YAML number {value!r}"
     text = json.dumps(redact(value), default=str, ensure_ascii=True)
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
+
+
+def is_true(value):
+    """A boolean as Ansible's bool filter reads it (true, "yes", "1", ...), for a value t_bool accepted."""
+    return str(value).lower() in TRUE_WORDS
 
 
 def did_you_mean(name, known):

@@ -138,13 +138,16 @@ def definition(repo, keyring_dir, header=""):
     check_name("repositories[].name", repo["name"])
     check_url(f"repositories[{repo['name']}].url", repo["url"])
     check_url(f"repositories[{repo['name']}].repo_url", repo["repo_url"])
-    bare, auth, _password = split_auth(repo["repo_url"])
+    bare, auth = split_auth(repo["repo_url"])
     keyring = os.path.join(keyring_dir, f"gpufleet-{repo['name']}.gpg")
     uri = bare.rstrip("/") + "/"
-    head = header.rstrip("\n") + "\n" if header.strip() else ""
     if any(ch in header for ch in "\r\0"):
         raise RepoError("header holds a carriage return or NUL; give plain comment lines")
-    head = "".join(line if line.startswith("#") or not line.strip() else f"# {line}" for line in head.splitlines(True))
+    # Every header line a comment, so that no header can add a field (Trusted: yes) to the stanza.
+    head = "\n".join(
+        line if line.startswith("#") else f"# {line}" for line in header.strip("\n").splitlines() if line.strip()
+    )
+    head = head + "\n" if head else ""
     text = f"{head}Types: deb\nURIs: {uri}\nSuites: /\nSigned-By: {keyring}\n"
     auth_file = (os.path.join(AUTH_DIR, f"gpufleet-{repo['name']}.conf"), auth)
     return keyring, os.path.join(SOURCES, f"gpufleet-{repo['name']}.sources"), uri, text, auth_file
@@ -181,8 +184,8 @@ def main():
             {"name": repo["name"], "key": ensure_key(module, data, origin, repo["fingerprint"], keyring)}
             for (repo, (keyring, *_rest)), (data, origin) in zip(repos, keys, strict=True)
         ]
-    except (RepoError, ValueError) as err:
-        module.fail_json(msg=str(err), **getattr(err, "extra", {}))
+    except RepoError as err:
+        module.fail_json(msg=f"apt_repositories: {err}", **err.extra)
     arch, diffs = host_arch(module), []
     for (repo, (_k, dest, uri, text, (auth_path, auth))), result in zip(repos, results, strict=True):
         result["auth"] = ensure_auth(module, auth_path, auth)

@@ -118,10 +118,8 @@ def main():
             check_url("url", p["url"])
         data, source = fetch_key(module, p["url"], p["content"], p["timeout"])
         module.exit_json(**ensure_key(module, data, source, p["fingerprint"], p["dest"], mode=mode))
-    except TargetError as err:
-        module.fail_json(msg=f"repo_key: {err}")
-    except RepoError as err:
-        module.fail_json(msg=f"repo_key: {err}" if not str(err).startswith("repo_key") else str(err), **err.extra)
+    except (TargetError, RepoError) as err:
+        module.fail_json(msg=f"repo_key: {err}", **getattr(err, "extra", {}))
 
 
 if __name__ == "__main__":

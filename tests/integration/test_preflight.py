@@ -16,10 +16,6 @@ from _unreachable import ROOT, run
 SANDBOX_STACK = yaml.safe_load((ROOT / "inventories/sandbox/group_vars/all.yml").read_text())["gpufleet_stack"]
 
 
-def playbook(tmp_path, env, group_vars):
-    return run(tmp_path, env, group_vars)
-
-
 @pytest.mark.parametrize(
     ("stack", "expected"),
     [
@@ -39,7 +35,7 @@ def playbook(tmp_path, env, group_vars):
     ids=["cudnn8-with-cuda13", "driver-too-old"],
 )
 def test_wrong_stack_stops_before_any_host(tmp_path, ansible_env, stack, expected):
-    rc, out = playbook(tmp_path, ansible_env, {"gpufleet_stack": stack})
+    rc, out = run(tmp_path, ansible_env, {"gpufleet_stack": stack})
     assert rc != 0, out
     assert re.search(r"\d+ incompatibilit(y|ies) in gpufleet_stack", out), out
     for text in expected:
@@ -49,7 +45,7 @@ def test_wrong_stack_stops_before_any_host(tmp_path, ansible_env, stack, expecte
 
 
 def test_sandbox_stack_passes_preflight_then_reaches_for_hosts(tmp_path, ansible_env):
-    rc, out = playbook(tmp_path, ansible_env, {"gpufleet_stack": SANDBOX_STACK})
+    rc, out = run(tmp_path, ansible_env, {"gpufleet_stack": SANDBOX_STACK})
     assert "Check every host's inventory variables and desired stack" in out
     assert "ok: [gpu-x -> localhost]" in out, out
     assert "incompatibilit" not in out
@@ -63,7 +59,7 @@ def test_inventory_rows_extend_the_matrix(tmp_path, ansible_env):
     """
     stack = dict(SANDBOX_STACK, driver="600.10.01", cuda="13.2", cudnn="9.20.0", nccl="2.28.3")
     group_vars = {"gpufleet_stack": stack, "gpufleet_stack_strict": True}
-    rc, out = playbook(tmp_path, ansible_env, group_vars)
+    rc, out = run(tmp_path, ansible_env, group_vars)
     assert "no Table 3 row for CUDA 13.2" in out and "driver 600.10.01: its branch is not in the matrix" in out, out
     assert "UNREACHABLE" not in out and rc != 0, out
     extra = [
@@ -84,7 +80,7 @@ def test_inventory_rows_extend_the_matrix(tmp_path, ansible_env):
             "read": "2027-03-01",
         },
     ]
-    rc, out = playbook(tmp_path, ansible_env, dict(group_vars, gpufleet_compat_matrix_extra=extra))
+    rc, out = run(tmp_path, ansible_env, dict(group_vars, gpufleet_compat_matrix_extra=extra))
     assert "incompatibilit" not in out, out
     assert "ok: [gpu-x -> localhost]" in out and "UNREACHABLE" in out and rc != 0, out
 
