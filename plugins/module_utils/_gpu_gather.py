@@ -150,6 +150,7 @@ def empty_facts():
         "nouveau_loaded": False,
         "pci_devices": [],
         "nvswitch_present": False,
+        "pci_gpu_count": 0,
         "fabricmanager_required": False,
         "gpu_count": 0,
         "gpus": [],
@@ -235,6 +236,7 @@ def gather(params, read_kernel_log, probe=None):
             "nouveau_loaded": bool(kmod["nouveau_loaded"]),
             "pci_devices": pci,
             "nvswitch_present": any(dev["is_nvswitch"] for dev in pci),
+            "pci_gpu_count": sum(bool(dev["is_gpu"]) for dev in pci),
         }
     )
     facts["fabricmanager_required"] = facts["nvswitch_present"]
@@ -261,7 +263,11 @@ def gather(params, read_kernel_log, probe=None):
 
 def _health_and_labels(facts, params, read_kernel_log, sim):
     findings = health.host_findings(
-        facts["driver_state"], facts["driver_state_reason"], facts["pci_devices"], facts["nouveau_loaded"]
+        facts["driver_state"],
+        facts["driver_state_reason"],
+        facts["pci_devices"],
+        facts["nouveau_loaded"],
+        facts["gpu_count"],
     )
     for gpu in facts["gpus"]:
         findings.extend(health.gpu_findings(gpu, params.get("temperature_threshold", 85)))

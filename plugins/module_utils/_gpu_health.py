@@ -131,10 +131,17 @@ def xid_findings(lines, gpus):
     return found
 
 
-def host_findings(driver_state, reason, pci_devices, nouveau_loaded):
-    """Findings about the host rather than one GPU."""
+def host_findings(driver_state, reason, pci_devices, nouveau_loaded, nvml_count=None):
+    """Findings about the host rather than one GPU. nvml_count: the GPUs NVML enumerates, once the driver answered."""
     found = []
-    has_gpu = any(dev.get("is_gpu") for dev in pci_devices)
+    pci_gpus = sum(bool(dev.get("is_gpu")) for dev in pci_devices)
+    has_gpu = pci_gpus > 0
+    # A GPU that fell off the bus, or that the driver failed to bring up (RmInitAdapter), stays on the PCI bus but
+    # is not enumerated by NVML; CUDA and the scheduler then see fewer GPUs than the node has.
+    if driver_state == "loaded" and nvml_count is not None and nvml_count < pci_gpus:
+        found.append(
+            finding("critical", None, f"NVML sees {nvml_count} of {pci_gpus} GPUs on the PCI bus", nvml_count, pci_gpus)
+        )
     if driver_state == "mismatch":
         found.append(finding("critical", None, "driver library and kernel module versions differ", reason))
     elif driver_state in ("not_loaded", "not_installed", "error") and has_gpu:

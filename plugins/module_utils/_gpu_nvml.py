@@ -9,6 +9,8 @@ gives None, never an exception. The nvml argument is the imported pynvml module.
 
 from __future__ import annotations
 
+import ctypes
+
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_names import (
     architecture_name,
     compute_mode_name,
@@ -136,6 +138,54 @@ def _nvlink(nvml, handle):
     return {"links_up": up, "links_total": total, "version": nvlink_version_name(version)}
 
 
+# NVML_GPU_FABRIC_STATE_* (nvml.h): the GPU's registration with Fabric Manager on NVSwitch systems, Hopper and newer.
+FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
+
+
+def _fabric(nvml, handle):
+    """{state, status} of nvmlDeviceGetGpuFabricInfoV (v2 struct), else the older nvmlDeviceGetGpuFabricInfo; None where
+    the GPU has no fabric probe (A100, PCIe cards: NVML_ERROR_NOT_SUPPORTED). status is the NVML return code of the
+    probe, meaningful once the state is completed (0: success)."""
+    for func, struct in (
+        ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
+        ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"),
+    ):
+        if not hasattr(nvml, func) or not hasattr(nvml, struct):
+            continue
+        info = getattr(nvml, struct)()
+        try:
+            # pynvml hands the argument to the library as given: a Structure must go by reference (DCGM's tests
+            # call it so); passed bare, ctypes copies it by value and the library sees a garbage version field.
+            getattr(nvml, func)(handle, ctypes.byref(info))
+        except nvml.NVMLError:
+            return None
+        # nvml.h declares the state an unsigned char; pynvml reads it as c_uint, so the padding bytes after it
+        # (whatever the library left there) would land in the upper bits.
+        state = int(info.state) & 0xFF
+        return {"state": FABRIC_STATES.get(state, f"unknown-{state}"), "status": int(info.status)}
+    return None
+
+
+def _processes(nvml, handle):
+    """[{pid, used_memory_mib, name}] of the compute processes on the GPU (MIG instances included); None when the
+    card cannot list them."""
+    rows = _query(nvml, "nvmlDeviceGetComputeRunningProcesses", handle)
+    if rows is None:
+        return None
+    found = []
+    for row in rows:
+        used = getattr(row, "usedGpuMemory", None)
+        found.append(
+            {
+                "pid": row.pid,
+                # NVML_VALUE_NOT_AVAILABLE (pynvml: None) on Windows WDDM and some MIG setups.
+                "used_memory_mib": used // MIB if isinstance(used, int) else None,
+                "name": _query(nvml, "nvmlSystemGetProcessName", row.pid),
+            }
+        )
+    return found
+
+
 def _mig(nvml, handle):
     modes = _query(nvml, "nvmlDeviceGetMigMode", handle)
     current, pending = modes if modes else (None, None)
@@ -186,7 +236,7 @@ def gpu_info(nvml, index, handle, gather_processes=True):
     reasons = _first(
         nvml, ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"), handle
     )
-    processes = _query(nvml, "nvmlDeviceGetComputeRunningProcesses", handle) if gather_processes else None
+    processes = _processes(nvml, handle) if gather_processes else None
     return {
         "index": index,
         "name": _query(nvml, "nvmlDeviceGetName", handle),
@@ -221,6 +271,8 @@ def gpu_info(nvml, index, handle, gather_processes=True):
         "nvlink": _nvlink(nvml, handle),
         "mig": _mig(nvml, handle),
         "compute_processes": None if processes is None else len(processes),
+        "processes": processes,
+        "fabric": _fabric(nvml, handle),
     }
 
 

@@ -112,10 +112,13 @@ ansible_facts:
           C(pci_bus_id), C(minor_number), C(architecture), C(compute_capability), C(memory_total_mib),
           C(persistence_mode), C(compute_mode), C(utilization_gpu_pct), C(ecc), C(retired_pages), C(remapped_rows),
           C(temperature), C(power), C(clocks), C(clocks_max), C(throttle_reasons), C(pcie), C(nvlink), C(mig),
-          C(compute_processes); an unsupported field is C(null).
+          C(compute_processes), C(processes) (C(pid), C(used_memory_mib), C(name) of each compute process) and
+          C(fabric) (C(state) not_started, in_progress or completed, and C(status), the NVML return code of the probe:
+          Hopper and newer behind NVSwitch; null where the GPU has no fabric probe); an unsupported field is C(null).
         - Other keys are C(driver_state_reason), C(library_version), C(kernel_module_version), C(nvml_version),
           C(kernel_module_flavor) (open, proprietary or null), C(nouveau_loaded), C(pci_devices),
-          C(nvswitch_present), C(fabricmanager_required), C(gpu_count), C(topology) (C("0-1") to an NVML
+          C(nvswitch_present), C(fabricmanager_required), C(gpu_count), C(pci_gpu_count) (NVIDIA GPUs on the PCI
+          bus; more than C(gpu_count) is a critical finding), C(topology) (C("0-1") to an NVML
           topology level name), C(labels), C(kernel_log), C(source) (nvml, nvml-simulator or sysfs),
           C(simulated) and C(nvml_bindings) (C(path) and C(version) of the pynvml imported, null when NVML was not
           called; the collection's copy in C(/usr/local/lib/gpufleet/python), put there by the

@@ -6,6 +6,8 @@
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
 #include <nvml.h>
 
+#include <stddef.h>
+
 #include "sim_json.h"
 
 #define SIM_DEFAULT_PROFILE "/etc/gpufleet/nvml-sim/profile.json"
@@ -59,6 +61,9 @@ unsigned int sim_all_count(void);
 struct nvmlDevice_st *sim_all_at(unsigned int index);
 const char *sim_driver_version(void);
 const char *sim_profile_path(void);
+/* Live processes registered under sim_live_dir() (sim_health.c). */
+const char *sim_live_dir(void);
+int sim_live_name(unsigned int pid, char *name, size_t len);
 int sim_parse_bus_id(const char *text, unsigned int *domain, unsigned int *bus, unsigned int *dev);
 
 /* Resolve a handle: UNINITIALIZED before init, INVALID_ARGUMENT for a handle we never gave out. */

@@ -200,27 +200,42 @@ static nvmlReturn_t init_verdict(sj_node *root)
     return NVML_SUCCESS;
 }
 
+/* A GPU with "nvml_visible": false is on the PCI bus (host.pci_devices) but the driver did not bring it up
+ * (RmInitAdapter failed, fell off the bus before the driver loaded): NVML does not enumerate it, and the
+ * GPUs after it take the lower indices, as nvidia-smi then shows 7 GPUs numbered 0-6. */
+static int nvml_visible(sj_node *gpu)
+{
+    sj_node *v = sj_get(gpu, "nvml_visible");
+    return !(v && v->type == SJ_BOOL && !v->boolean);
+}
+
 static int build_devices(sj_node *root)
 {
     sj_node *gpus = sj_get(root, "gpus");
-    unsigned int n = gpus && gpus->type == SJ_ARR ? (unsigned int)gpus->n : 0, total = n;
-    for (unsigned int i = 0; i < n; i++) {
+    unsigned int listed = gpus && gpus->type == SJ_ARR ? (unsigned int)gpus->n : 0, n = 0, total = 0;
+    for (unsigned int i = 0; i < listed; i++) {
+        if (!nvml_visible(gpus->items[i]))
+            continue;
         sj_node *migdevs = sj_get(sj_get(gpus->items[i], "mig"), "devices");
-        total += migdevs && migdevs->type == SJ_ARR ? (unsigned int)migdevs->n : 0;
+        n++;
+        total += 1 + (migdevs && migdevs->type == SJ_ARR ? (unsigned int)migdevs->n : 0);
     }
     devices = calloc(total ? total : 1, sizeof(*devices));
     if (!devices)
         return -1;
-    unsigned int next = n;
-    for (unsigned int i = 0; i < n; i++) {
-        devices[i].node = gpus->items[i];
-        devices[i].index = i;
+    unsigned int next = n, at = 0;
+    for (unsigned int i = 0; i < listed; i++) {
+        if (!nvml_visible(gpus->items[i]))
+            continue;
+        devices[at].node = gpus->items[i];
+        devices[at].index = at;
         sj_node *migdevs = sj_get(sj_get(gpus->items[i], "mig"), "devices");
         for (unsigned int m = 0; migdevs && migdevs->type == SJ_ARR && m < migdevs->n; m++, next++) {
             devices[next].node = migdevs->items[m];
-            devices[next].parent = &devices[i];
+            devices[next].parent = &devices[at];
             devices[next].index = m;
         }
+        at++;
     }
     ndevices = n;
     nall = total;

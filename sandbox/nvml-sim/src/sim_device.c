@@ -5,6 +5,7 @@
 #include "sim.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const sim_enum architectures[] = {
@@ -153,9 +154,36 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemo
 
 /* ---- modes ---- */
 
+/*
+ * Persistence mode is driver state that nvidia-persistenced sets while it runs: on by default, off with
+ * --no-persistence-mode (NVIDIA's Ubuntu packaging starts it that way). The mirror's nvidia-persistenced stand-in
+ * writes "1" or "0" to this file and its unit's ExecStopPost removes the directory, as the real unit removes
+ * /var/run/nvidia-persistenced. Without the file (no daemon ran) the profile's captured value stands.
+ */
+static int persistence_override(int *on)
+{
+    const char *env = getenv("GPUFLEET_NVML_SIM_PERSISTENCE_FILE");
+    FILE *f = fopen(env && *env ? env : "/run/nvidia-persistenced/gpufleet-nvml-sim-persistence", "r");
+    int c;
+    if (!f)
+        return -1;
+    c = fgetc(f);
+    fclose(f);
+    if (c != '0' && c != '1')
+        return -1;
+    *on = c == '1';
+    return 0;
+}
+
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, nvmlEnableState_t *m)
 {
-    return sim_put_state(d, "persistence_mode", m);
+    struct nvmlDevice_st *dev;
+    int on;
+    TRY(sim_put_state(d, "persistence_mode", m));
+    TRY(sim_dev(d, &dev));
+    if (!dev->parent && !persistence_override(&on))
+        *m = on ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+    return NVML_SUCCESS;
 }
 
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode)

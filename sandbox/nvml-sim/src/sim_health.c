@@ -5,6 +5,11 @@
  */
 #include "sim.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- retired pages and row remapping ---- */
@@ -220,6 +225,82 @@ static unsigned int collect(struct nvmlDevice_st *dev, proc_row *rows, unsigned 
     return at;
 }
 
+/*
+ * Live processes: a file <dir>/<NVML index>/<pid> ("NAME USED_MIB") stands for a CUDA context that process holds
+ * on that GPU, for as long as the process lives, as the real driver lists a process only while it runs. A Slurm
+ * job in the sandbox registers itself for the GPUs of CUDA_VISIBLE_DEVICES (sandbox/slurm/gpu-job), so its
+ * processes appear and vanish with the job; a process left behind is a stray. Dir: $GPUFLEET_NVML_SIM_PROCESSES_DIR,
+ * default /run/gpufleet/nvml-sim/processes.
+ */
+const char *sim_live_dir(void)
+{
+    const char *env = getenv("GPUFLEET_NVML_SIM_PROCESSES_DIR");
+    return env && *env ? env : "/run/gpufleet/nvml-sim/processes";
+}
+
+static int alive(unsigned long pid)
+{
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* Name and memory of one live registration; 0 when the file names a live process. */
+static int live_entry(const char *dir, const char *file, char *name, size_t len, unsigned long long *mib)
+{
+    char path[600];
+    char *end;
+    unsigned long pid = strtoul(file, &end, 10);
+    if (!*file || *end || pid == 0 || !alive(pid))
+        return -1;
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    FILE *f = fopen(path, "r");
+    char buf[160] = "";
+    if (!f)
+        return -1;
+    if (!fgets(buf, sizeof(buf), f))
+        buf[0] = 0;
+    fclose(f);
+    *mib = 0;
+    if (sscanf(buf, "%63s %llu", name, mib) < 1)
+        snprintf(name, len, "process");
+    return 0;
+}
+
+static unsigned int collect_live(struct nvmlDevice_st *dev, proc_row *rows, unsigned int at, unsigned int cap)
+{
+    char dir[520], name[64];
+    unsigned long long mib;
+    snprintf(dir, sizeof(dir), "%s/%u", sim_live_dir(), dev->index);
+    DIR *d = opendir(dir);
+    if (!d)
+        return at;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (live_entry(dir, e->d_name, name, sizeof(name), &mib))
+            continue;
+        if (at < cap) {
+            rows[at].pid = (unsigned int)strtoul(e->d_name, NULL, 10);
+            rows[at].mem = mib << 20;
+            rows[at].gi = rows[at].ci = 0xFFFFFFFFu;
+        }
+        at++;
+    }
+    closedir(d);
+    return at;
+}
+
+/* The name of a live registered process, for nvmlSystemGetProcessName; 0 when found. */
+int sim_live_name(unsigned int pid, char *name, size_t len)
+{
+    char dir[520], file[24];
+    unsigned long long mib;
+    snprintf(file, sizeof(file), "%u", pid);
+    for (unsigned int i = 0; i < sim_device_count(); i++) {
+        snprintf(dir, sizeof(dir), "%s/%u", sim_live_dir(), i);
+        if (!live_entry(dir, file, name, len, &mib))
+            return 0;
+    }
+    return -1;
+}
+
 static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *count, void *infos, int v1)
 {
     enum { CAP = 512 };
@@ -235,9 +316,11 @@ static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *count, void *in
     else
         TRY(sim_field(device, "", &unused));
     unsigned int n = collect(dev, rows, 0, CAP);
-    if (!dev->parent)
+    if (!dev->parent) {
         for (unsigned int m = 0; m < sim_mig_count(dev); m++)
             n = collect(sim_mig_device(dev, m), rows, n, CAP);
+        n = collect_live(dev, rows, n, CAP);
+    }
     if (n > CAP)
         n = CAP;
     if (n > 0 && (!infos || *count < n)) {
@@ -320,5 +403,57 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1
             best = level;
     }
     *path = (nvmlGpuTopologyLevel_t)best;
+    return NVML_SUCCESS;
+}
+
+/* ---- NVLink fabric (Hopper and newer behind NVSwitch: the GPU's registration with Fabric Manager) ---- */
+
+static const sim_enum fabric_states[] = {
+    {"NOT_SUPPORTED", NVML_GPU_FABRIC_STATE_NOT_SUPPORTED}, {"NOT_STARTED", NVML_GPU_FABRIC_STATE_NOT_STARTED},
+    {"IN_PROGRESS", NVML_GPU_FABRIC_STATE_IN_PROGRESS},     {"COMPLETED", NVML_GPU_FABRIC_STATE_COMPLETED},
+    {NULL, 0}};
+
+/* "fabric": {"state": "COMPLETED", "status": "SUCCESS", "clique_id": 32766, "cluster_uuid": "hex32",
+ * "health_mask": 0}; absent -> NOT_SUPPORTED, as on A100 and on GPUs without NVSwitch. */
+static nvmlReturn_t fabric(nvmlDevice_t device, unsigned char *uuid, nvmlReturn_t *status, unsigned int *clique,
+                           nvmlGpuFabricState_t *state, unsigned int *health)
+{
+    sj_node *node, *s;
+    unsigned long long v = 0;
+    TRY(sim_field(device, "fabric", &node));
+    TRY(sim_enum_field(device, "fabric.state", fabric_states, &v));
+    *state = (nvmlGpuFabricState_t)v;
+    s = sj_get(node, "status");
+    *status = NVML_SUCCESS;
+    if (s && s->type == SJ_STR && !sim_enum_lookup(sim_errors, s->str, &v))
+        *status = (nvmlReturn_t)v;
+    *clique = sim_node_uint(sj_get(node, "clique_id"), &v) ? 0 : (unsigned int)v;
+    if (health)
+        *health = sim_node_uint(sj_get(node, "health_mask"), &v) ? 0 : (unsigned int)v;
+    memset(uuid, 0, NVML_GPU_FABRIC_UUID_LEN);
+    s = sj_get(node, "cluster_uuid");
+    for (unsigned int i = 0; s && s->type == SJ_STR && i < NVML_GPU_FABRIC_UUID_LEN && s->str[2 * i]; i++) {
+        unsigned int byte = 0;
+        if (sscanf(s->str + 2 * i, "%2x", &byte) == 1)
+            uuid[i] = (unsigned char)byte;
+    }
+    return NVML_SUCCESS;
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *info)
+{
+    ARG_CHECK(info);
+    return fabric(device, info->clusterUuid, &info->status, &info->cliqueId, &info->state, NULL);
+}
+
+/* The caller sets .version (nvmlGpuFabricInfo_v2 or _v3); another version is refused as the library refuses it. */
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *info)
+{
+    ARG_CHECK(info);
+    if (info->version != nvmlGpuFabricInfo_v2 && info->version != nvmlGpuFabricInfo_v3)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    TRY(fabric(device, info->clusterUuid, &info->status, &info->cliqueId, &info->state, &info->healthMask));
+    if (info->version == nvmlGpuFabricInfo_v3)
+        info->healthSummary = NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY;
     return NVML_SUCCESS;
 }

@@ -142,8 +142,11 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *b, nvmlDevi
 
 SIM_EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
 {
+    char live[64];
     if (!sim_initialized())
         return NVML_ERROR_UNINITIALIZED;
+    if (!sim_live_name(pid, live, sizeof(live)))
+        return sim_put_str(live, name, length);
     for (unsigned int i = 0; i < sim_all_count(); i++) {
         sj_node *procs = sj_get(sim_all_at(i)->node, "processes");
         for (size_t p = 0; procs && procs->type == SJ_ARR && p < procs->n; p++) {

@@ -85,8 +85,10 @@ def test_every_profile_reports_its_gpus(profile, tmp_path):
         return
     assert facts["driver_version"] == data["driver_version"]
     assert facts["kernel_module_flavor"] == host.get("kernel_module_flavor")
-    assert facts["gpu_count"] == len(data["gpus"])
-    for gpu, want in zip(facts["gpus"], data["gpus"], strict=True):
+    visible = [g for g in data["gpus"] if g.get("nvml_visible", True)]
+    assert facts["gpu_count"] == len(visible)
+    assert facts["pci_gpu_count"] == sum(d["class"].startswith(("0x0300", "0x0302")) for d in host["pci_devices"])
+    for gpu, want in zip(facts["gpus"], visible, strict=True):
         assert gpu["name"] == want["name"]
         assert gpu["uuid"] == want["uuid"]
         assert gpu["serial"] == want.get("serial")
@@ -98,7 +100,7 @@ def test_every_profile_reports_its_gpus(profile, tmp_path):
         assert gpu["persistence_mode"] == want.get("persistence_mode")
         assert gpu["nvlink"]["links_total"] == ((want.get("nvlink") or {}).get("links") or 0)
         assert len(gpu["mig"]["instances"]) == len((want.get("mig") or {}).get("devices") or [])
-    assert facts["labels"]["nvidia.com/gpu.count"] == str(len(data["gpus"]))
+    assert facts["labels"]["nvidia.com/gpu.count"] == str(len(visible))
 
 
 def test_a100_hgx_with_nvswitch(tmp_path):
@@ -130,6 +132,25 @@ def test_h100_hgx(tmp_path):
     assert facts["gpus"][0]["nvlink"] == {"links_up": 18, "links_total": 18, "version": "4.0"}
     assert facts["gpus"][0]["pcie"]["gen_max"] == 5
     assert facts["fabricmanager_required"] is True
+
+
+def test_a_gpu_missing_from_nvml_is_critical(tmp_path):
+    facts = facts_for("a100-sxm4-40gb-x8-nvswitch-gpu-lost", tmp_path)
+    assert (facts["gpu_count"], facts["pci_gpu_count"]) == (7, 8)
+    lost = [f for f in facts["health"] if f["what"].startswith("NVML sees")]
+    assert lost == [
+        {"severity": "critical", "gpu": None, "what": "NVML sees 7 of 8 GPUs on the PCI bus", "value": 7, "threshold": 8}
+    ]
+    assert facts["health_status"] == "critical"
+
+
+def test_fabric_state_and_processes_with_pids(tmp_path):
+    facts = facts_for("h100-sxm5-80gb-x8-fabric-in-progress", tmp_path)
+    assert {g["fabric"]["state"] for g in facts["gpus"]} == {"in_progress"}
+    assert facts_for("a100-sxm4-40gb-x8-nvswitch", tmp_path)["gpus"][0]["fabric"] is None
+    busy = facts_for("a100-sxm4-40gb-x8-nvswitch", tmp_path)["gpus"][0]
+    assert busy["processes"] == [{"pid": 41230, "used_memory_mib": 30720, "name": "python3"}]
+    assert busy["compute_processes"] == 1
 
 
 def test_hot_failing_card_is_critical(tmp_path):

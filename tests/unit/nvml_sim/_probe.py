@@ -56,8 +56,19 @@ def sizing(lib, handle):
     return result
 
 
+def fabric(handle):
+    """nvmlDeviceGetGpuFabricInfoV with the v2 struct (by reference, as the real library needs it)."""
+    info = n.c_nvmlGpuFabricInfoV_t()
+    try:
+        n.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(info))
+    except n.NVMLError as exc:
+        return {"error": exc.value}
+    return {"state": info.state & 0xFF, "status": info.status, "cliqueId": info.cliqueId}
+
+
 def gpu(handle, lib):
     q = {
+        "fabric": fabric(handle),
         "name": call(n.nvmlDeviceGetName, handle),
         "uuid": call(n.nvmlDeviceGetUUID, handle),
         "serial": call(n.nvmlDeviceGetSerial, handle),

@@ -6,6 +6,7 @@ that host relies on, so a profile that drifts from the real card fails too.
 """
 
 import json
+import subprocess
 
 import pynvml as n
 import pytest
@@ -18,8 +19,11 @@ MIB = 1 << 20
 INIT = {
     "a100-mig": None,
     "a100-sxm4-40gb-x8-nvswitch": None,
+    "a100-sxm4-40gb-x8-nvswitch-gpu-lost": None,
     "driver-not-loaded": n.NVML_ERROR_DRIVER_NOT_LOADED,
     "h100-sxm5-80gb-x8": None,
+    "h100-sxm5-80gb-x8-fabric-in-progress": None,
+    "h100-sxm5-80gb-x8-fm-not-started": None,
     "hot-failing": None,
     "lib-mismatch": n.NVML_ERROR_LIB_RM_VERSION_MISMATCH,
     "rtx-4090-x1": None,
@@ -29,6 +33,14 @@ INIT = {
 
 def load(name):
     return json.loads((PROFILES / f"{name}.json").read_text())
+
+
+def visible(data):
+    """The GPUs NVML enumerates: a GPU with nvml_visible false is only on the PCI bus (host.pci_devices)."""
+    return [g for g in data["gpus"] if g.get("nvml_visible", True)]
+
+
+FABRIC_STATES = {"NOT_SUPPORTED": 0, "NOT_STARTED": 1, "IN_PROGRESS": 2, "COMPLETED": 3}
 
 
 def reason_mask(names):
@@ -121,6 +133,15 @@ def expected_gpu(gpu):
             else NOT_SUPPORTED
         ),
         "gpu_instance_id_on_parent": NOT_SUPPORTED,
+        "fabric": (
+            {
+                "state": FABRIC_STATES[gpu["fabric"]["state"]],
+                "status": getattr(n, f"NVML_{gpu['fabric']['status']}"),
+                "cliqueId": gpu["fabric"]["clique_id"],
+            }
+            if gpu.get("fabric")
+            else NOT_SUPPORTED
+        ),
     }
 
 
@@ -162,8 +183,9 @@ def test_profile_answers_through_pynvml(name, probe):
     assert out["driver_version"] == data["driver_version"]
     assert out["nvml_version"] == data["nvml_version"]
     assert out["cuda_driver_version"] == data["cuda_driver_version"]
-    assert out["count"] == len(data["gpus"])
-    for index, (gpu, got) in enumerate(zip(data["gpus"], out["gpus"], strict=True)):
+    gpus = visible(data)
+    assert out["count"] == len(gpus)
+    for index, (gpu, got) in enumerate(zip(gpus, out["gpus"], strict=True)):
         want = expected_gpu(gpu)
         assert {k: got[k] for k in want} == want, f"GPU {index}"
         assert got["index"] == got["index_by_uuid"] == got["index_by_pci"] == index
@@ -172,15 +194,15 @@ def test_profile_answers_through_pynvml(name, probe):
         assert f"0x{got['pci']['pciSubSystemId']:08X}" == gpu["pci"]["subsystem_id"]
         procs = sorted(tuple(p.values()) for p in got["processes"])
         assert procs == expected_processes(gpu), f"GPU {index}"
-    names = {str(p["pid"]): p["name"] for gpu in data["gpus"] for p in expected_process_rows(gpu)}
+    names = {str(p["pid"]): p["name"] for gpu in gpus for p in expected_process_rows(gpu)}
     assert out["process_names"] == names
     assert out["unknown_process"] == {"error": n.NVML_ERROR_NOT_FOUND}
-    first_serial = next((g["serial"] for g in data["gpus"] if g.get("serial")), None)
+    first_serial = next((g["serial"] for g in gpus if g.get("serial")), None)
     assert out["index_by_serial"] == (0 if first_serial else None)
     assert out["handle_out_of_range"] == {"error": n.NVML_ERROR_INVALID_ARGUMENT}
     assert out["unknown_uuid"] == {"error": n.NVML_ERROR_NOT_FOUND}
     # nvmlInit is reference counted: the first of two shutdowns keeps the library usable.
-    assert out["count_after_one_shutdown"] == len(data["gpus"])
+    assert out["count_after_one_shutdown"] == len(gpus)
     assert out["count_after_shutdown"] == {"error": n.NVML_ERROR_UNINITIALIZED}
 
 
@@ -280,3 +302,60 @@ def test_sizing_protocol_and_short_buffers(probe):
     idle = probe("h100-sxm5-80gb-x8")["gpus"][0]
     assert idle["sizing"]["first_call"] == n.NVML_SUCCESS
     assert idle["processes"] == []
+
+
+def test_gpu_on_the_bus_but_missing_from_nvml(probe):
+    """What a card that fell off the bus before the driver loaded looks like: 7 GPUs in NVML, 8 on PCI."""
+    out = probe("a100-sxm4-40gb-x8-nvswitch-gpu-lost")
+    assert out["count"] == 7
+    assert [g["index_by_uuid"] for g in out["gpus"]] == list(range(7))
+    pci = json.loads(out["host_json"])["pci_devices"]
+    assert sum(d["class"].startswith("0x0302") for d in pci) == 8
+
+
+def test_hopper_fabric_states(probe):
+    """nvmlDeviceGetGpuFabricInfoV: completed on a healthy HGX H100, in progress while Fabric Manager trains the
+    fabric, not started without it; NOT_SUPPORTED on A100 (no fabric probe before Hopper)."""
+    done = probe("h100-sxm5-80gb-x8")["gpus"][0]["fabric"]
+    assert done == {"state": n.NVML_GPU_FABRIC_STATE_COMPLETED, "status": n.NVML_SUCCESS, "cliqueId": 32766}
+    training = probe("h100-sxm5-80gb-x8-fabric-in-progress")["gpus"][0]["fabric"]
+    assert training["state"] == n.NVML_GPU_FABRIC_STATE_IN_PROGRESS
+    assert probe("h100-sxm5-80gb-x8-fm-not-started")["gpus"][0]["fabric"]["state"] == n.NVML_GPU_FABRIC_STATE_NOT_STARTED
+    assert probe("a100-sxm4-40gb-x8-nvswitch")["gpus"][0]["fabric"] == NOT_SUPPORTED
+
+
+def test_live_processes_come_and_go_with_their_process(probe, tmp_path):
+    """A registered process is listed (with its name and memory) while it lives; a dead one is not."""
+    live = tmp_path / "procs"
+    (live / "2").mkdir(parents=True)
+    sleeper = subprocess.Popen(["sleep", "60"])  # noqa: S603,S607  # a process that lives through the probe
+    try:
+        (live / "2" / str(sleeper.pid)).write_text("train.py 30000\n")
+        (live / "2" / "999999").write_text("gone 10\n")  # no such process: the driver lists nothing for it
+        (live / "2" / "notapid").write_text("ignored\n")
+        out = probe("h100-sxm5-80gb-x8", env={"GPUFLEET_NVML_SIM_PROCESSES_DIR": str(live)})
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    none = 0xFFFFFFFF
+    assert out["gpus"][2]["processes"] == [
+        {"pid": sleeper.pid, "usedGpuMemory": 30000 * MIB, "gpuInstanceId": none, "computeInstanceId": none}
+    ]
+    assert out["gpus"][1]["processes"] == []
+    assert out["process_names"] == {str(sleeper.pid): "train.py"}
+    after = probe("h100-sxm5-80gb-x8", env={"GPUFLEET_NVML_SIM_PROCESSES_DIR": str(live)})
+    assert after["gpus"][2]["processes"] == []
+
+
+def test_persistence_mode_follows_the_daemon(probe, tmp_path):
+    """nvidia-persistenced's stand-in writes 1 (default) or 0 (--no-persistence-mode); without the file the
+    profile's captured value stands."""
+    flag = tmp_path / "persistence"
+    flag.write_text("0\n")
+    off = probe("h100-sxm5-80gb-x8", env={"GPUFLEET_NVML_SIM_PERSISTENCE_FILE": str(flag)})
+    assert {g["persistence_mode"] for g in off["gpus"]} == {n.NVML_FEATURE_DISABLED}
+    flag.write_text("1\n")
+    on = probe("rtx-4090-x1", env={"GPUFLEET_NVML_SIM_PERSISTENCE_FILE": str(flag)})
+    assert on["gpus"][0]["persistence_mode"] == n.NVML_FEATURE_ENABLED
+    absent = probe("rtx-4090-x1", env={"GPUFLEET_NVML_SIM_PERSISTENCE_FILE": str(tmp_path / "none")})
+    assert absent["gpus"][0]["persistence_mode"] == n.NVML_FEATURE_DISABLED
