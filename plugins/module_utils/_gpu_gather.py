@@ -16,6 +16,7 @@ import sys
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_health as health
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_host as host
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_labels import gfd_labels
+from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import kernel_report, next_boot_problem
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_nvml import (
     collect_gpus,
     collect_topology,
@@ -281,6 +282,11 @@ def _health_and_labels(facts, params, read_kernel_log, sim):
         findings.extend(health.xid_findings(xid_lines, facts["gpus"]))
     else:
         facts["kernel_log"]["note"] = "kernel_log=false: not read"
+    if params.get("kernels", True) and facts["library_version"]:
+        report = kernel_report(params.get("boot_root", "/"), None, facts["library_version"], params.get("modinfo"))
+        problem = next_boot_problem(report, facts["library_version"])
+        if problem:
+            findings.append(health.finding("critical", None, problem, report["next_boot"], facts["library_version"]))
     facts["health"] = findings
     facts["health_status"] = health.health_status(findings)
     facts["labels"] = gfd_labels(

@@ -55,6 +55,13 @@ class Scanner:
         rc, out, _err = self.run(argv)
         return out if rc == 0 else None
 
+    def modinfo(self, path):
+        """A kernel module's version (modinfo reads compressed modules too); None without modinfo."""
+        for tool in ("/usr/sbin/modinfo", "/sbin/modinfo"):
+            if os.path.exists(tool):
+                return (self.command([tool, "-F", "version", path]) or "").strip() or None
+        return None
+
     def resolve(self, full):
         """Follow links like realpath, but keep absolute targets under root (/usr/local/cuda -> /etc/alternatives)."""
         for _hop in range(40):

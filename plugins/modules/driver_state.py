@@ -14,6 +14,11 @@ description:
     fifth byte is 1 when it is on), the loaded nvidia kernel module's version (as M(gpufleet.stack.gpu_facts) reads
     it, C(/proc/driver/nvidia/version) else C(/sys/module/nvidia/version)), whether the driver's control device
     exists, and whether the initramfs tool is installed.
+  - With O(driver_version), also which kernel boots next and whether it has an nvidia module for that driver
+    (RV(next_boot_problem)): the role refuses a reboot that would come up without one.
+  - In a container the loaded module is the host kernel's and not reported, except where the NVML library is the
+    gpufleet sandbox's simulator: it stands in for the kernel module too, and its profile's
+    C(host.kernel_module_version) is the loaded version (as M(gpufleet.stack.gpu_facts) reports it).
   - Read-only. The nvidia_driver role reads these once, in preflight, where it used four module runs.
   - DKMS builds unsigned modules unless a Machine Owner Key signs them; with Secure Boot on, the kernel refuses to
     load them (U(https://wiki.debian.org/SecureBoot#DKMS_and_secure_boot)).
@@ -44,6 +49,14 @@ options:
     description: The EFI variable C(SecureBoot-<EFI global variable GUID>).
     type: path
     default: /sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c
+  driver_version:
+    description: The installed driver; when set, the kernels and the next boot's module are read for it.
+    type: str
+    default: ""
+  boot_root:
+    description: Root under which C(/boot), C(/vmlinuz), C(/lib/modules) and C(/var/lib/dkms) are read.
+    type: path
+    default: /
 extends_documentation_fragment:
   - gpufleet.stack.attributes
   - gpufleet.stack.attributes.READ_ONLY
@@ -75,17 +88,37 @@ secure_boot:
   description: "C(enabled) (bool), C(source) (mokutil, efivar or none) and C(detail) (what was read)."
   returned: always
   type: dict
+kernels:
+  description: As in M(gpufleet.stack.stack_facts)' C(kernels) (running, next_boot, each kernel's nvidia module).
+  returned: when O(driver_version) is set
+  type: dict
+next_boot_problem:
+  description: Why rebooting now would come up without the driver (the next kernel has no module for it); empty if none.
+  returned: always
+  type: str
 """
 
 import os
+import platform
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import probe_library, simulated_host
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_kernel_module
+from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import kernel_report, next_boot_problem
 
 
-def running_version(sysfs_root, procfs_root, in_container):
-    """The loaded module's version; '' when none is loaded, or the kernel is not ours."""
-    return "" if in_container else read_kernel_module(sysfs_root, procfs_root)["version"] or ""
+def running_version(sysfs_root, procfs_root, in_container, simulated=None):
+    """The loaded module's version; '' when none is loaded, or the kernel is not ours. simulated: the sandbox NVML
+    simulator's host facts, which stand in for the kernel module in a container."""
+    if in_container:
+        return (simulated or {}).get("version") or ""
+    return read_kernel_module(sysfs_root, procfs_root)["version"] or ""
+
+
+def simulated_module():
+    """The simulator's host facts when libnvidia-ml.so.1 is the gpufleet simulator, else None."""
+    probe = probe_library()
+    return simulated_host(probe.get("host_json")) if probe.get("simulator") else None
 
 
 def secure_boot(mokutil_answer, efivar_bytes):
@@ -119,6 +152,8 @@ def main():
                 "type": "path",
                 "default": "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c",
             },
+            "driver_version": {"type": "str", "default": ""},
+            "boot_root": {"type": "path", "default": "/"},
         },
         supports_check_mode=True,
     )
@@ -128,12 +163,25 @@ def main():
     if mokutil:
         _rc, out, err = module.run_command([mokutil, "--sb-state"])
         answer = (out + err).strip()
+    extra = {"next_boot_problem": ""}
+    if p["driver_version"]:
+        modinfo = module.get_bin_path("modinfo", opt_dirs=["/usr/sbin", "/sbin"])
+        report = kernel_report(
+            p["boot_root"],
+            platform.release(),
+            p["driver_version"],
+            (lambda path: (module.run_command([modinfo, "-F", "version", path])[1].strip() or None)) if modinfo else None,
+        )
+        extra = {"kernels": report, "next_boot_problem": next_boot_problem(report, p["driver_version"]) or ""}
     module.exit_json(
         changed=False,
-        running_version=running_version(p["sysfs_root"], p["procfs_root"], p["in_container"]),
+        running_version=running_version(
+            p["sysfs_root"], p["procfs_root"], p["in_container"], simulated_module() if p["in_container"] else None
+        ),
         device=os.path.exists(p["device"]),
         initramfs_tool=os.path.exists(p["initramfs_tool"]),
         secure_boot=secure_boot(answer, None if mokutil else read_bytes(p["secure_boot_var"])),
+        **extra,
     )
 
 

@@ -59,6 +59,13 @@ options:
       - Directory under which C(/proc/driver/nvidia) is read. For tests; leave the default on real hosts.
     type: path
     default: /
+  boot_root:
+    description:
+      - Directory under which C(/boot), C(/vmlinuz), C(/lib/modules) and C(/var/lib/dkms) are read to tell whether
+        the kernel that boots next has an nvidia module for the installed driver (a critical finding when not).
+        For tests; leave the default on real hosts.
+    type: path
+    default: /
 requirements:
   - pynvml (PyPI C(nvidia-ml-py)) on the managed host, to report GPUs; without it only host facts are reported.
 notes:
@@ -181,6 +188,19 @@ def kernel_log_reader(module):
     return read
 
 
+def modinfo_reader(module):
+    """modinfo -F version PATH, or None: what version a kernel module file is (compressed ones too)."""
+    binary = module.get_bin_path("modinfo", opt_dirs=["/usr/sbin", "/sbin"])
+
+    def read(path):
+        if not binary:
+            return None
+        rc, out, _err = module.run_command([binary, "-F", "version", path])
+        return out.strip() or None if rc == 0 else None
+
+    return read
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -190,6 +210,7 @@ def main():
             "kernel_log": {"type": "bool", "default": True},
             "sysfs_root": {"type": "path", "default": "/"},
             "procfs_root": {"type": "path", "default": "/"},
+            "boot_root": {"type": "path", "default": "/"},
         },
         supports_check_mode=True,
     )
@@ -198,7 +219,7 @@ def main():
             msg=f"temperature_threshold {module.params['temperature_threshold']} is not a GPU temperature in "
             "degrees Celsius; use a value between 1 and 199, e.g. 85"
         )
-    facts = gather(module.params, kernel_log_reader(module))
+    facts = gather(dict(module.params, modinfo=modinfo_reader(module)), kernel_log_reader(module))
     module.exit_json(changed=False, ansible_facts={"gpufleet_gpu": facts})
 
 

@@ -81,6 +81,10 @@ ansible_facts:
           C(fabricmanager), C(container_toolkit)), which C(playbooks/upgrade.yml) records as a rollback target.
         - C(cudnn), C(nccl), C(fabricmanager), C(container_toolkit) have C(present), C(version), C(source),
           C(consistent) (all findings agree) and C(findings) (each C(version), C(source)).
+        - C(kernels) is C(running), C(next_boot) (the image C(/vmlinuz) points to, else the newest in C(/boot)),
+          C(next_boot_source) and C(kernels), one per image in C(/boot) with C(release), C(running), C(next_boot),
+          C(present) (an nvidia module in C(/lib/modules/<release>)), C(versions) (from DKMS' tree, else
+          C(modinfo)), C(matches) (a module for the installed driver) and C(detail).
       type: dict
       returned: always
       sample:
@@ -103,7 +107,10 @@ ansible_facts:
                      source: /opt/venv/lib/python3.11/site-packages/horovod-0.28.1.dist-info/METADATA}]
 """
 
+import platform
+
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import kernel_report
 from ansible_collections.gpufleet.stack.plugins.module_utils._stack_inputs import as_pins
 from ansible_collections.gpufleet.stack.plugins.module_utils._stack_scan import Scanner, summarise
 
@@ -148,6 +155,10 @@ def gather(scanner, python_envs):
                 findings = found[lib]["findings"] + [dict(wheels[lib], env=env, scope="wheel")]
                 system = found[lib] if found[lib]["present"] else None
                 found[lib] = summarise(findings) if system is None else dict(system, findings=findings)
+    userspace = found["driver"]["package_version"] or found["driver"]["library_version"]
+    found["kernels"] = kernel_report(
+        scanner.root, platform.release() if scanner.root in ("", "/") else None, userspace, scanner.modinfo
+    )
     found["stack"] = as_pins(found)
     return found
 

@@ -153,6 +153,23 @@ def test_fabric_state_and_processes_with_pids(tmp_path):
     assert busy["compute_processes"] == 1
 
 
+def test_a_next_kernel_without_an_nvidia_module_is_critical(tmp_path):
+    """A kernel arrived without headers (no DKMS build): rebooting would lose the GPUs, reported before it happens."""
+    boot = tmp_path / "root"
+    (boot / "boot").mkdir(parents=True)
+    (boot / "boot" / "vmlinuz-6.1.0-30-amd64").write_text("")
+    (boot / "lib/modules/6.1.0-30-amd64/kernel").mkdir(parents=True)
+    facts = facts_for("h100-sxm5-80gb-x8", tmp_path, {"boot_root": str(boot)})
+    critical = [f["what"] for f in facts["health"] if f["severity"] == "critical"]
+    assert len(critical) == 1 and critical[0].startswith(
+        "the kernel that boots next (6.1.0-30-amd64, the newest installed kernel image) has no nvidia module"
+    ), critical
+    (boot / "lib/modules/6.1.0-30-amd64/updates/dkms").mkdir(parents=True)
+    (boot / "lib/modules/6.1.0-30-amd64/updates/dkms/nvidia.ko").write_text("")
+    (boot / "var/lib/dkms/nvidia/570.133.20/6.1.0-30-amd64").mkdir(parents=True)
+    assert facts_for("h100-sxm5-80gb-x8", tmp_path, {"boot_root": str(boot)})["health_status"] == "ok"
+
+
 def test_hot_failing_card_is_critical(tmp_path):
     facts = facts_for("hot-failing", tmp_path)
     assert facts["health_status"] == "critical"

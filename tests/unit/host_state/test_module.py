@@ -29,6 +29,21 @@ def test_the_running_version_is_read_only_where_the_kernel_is_ours(tmp_path):
     assert ds.running_version(str(tmp_path), str(tmp_path), in_container=False) == "570.133.20"
     assert ds.running_version(str(tmp_path), str(tmp_path), in_container=True) == ""
     assert ds.running_version(str(tmp_path / "absent"), str(tmp_path / "absent"), in_container=False) == ""
+    # A sandbox node: the NVML simulator's profile stands in for the kernel module (host.kernel_module_version).
+    assert ds.running_version(str(tmp_path), str(tmp_path), True, {"version": "570.133.20"}) == "570.133.20"
+    assert ds.running_version(str(tmp_path), str(tmp_path), True, {"loaded": True}) == ""
+
+
+def test_the_next_boot_kernel_is_read_for_the_driver(run_module, tmp_path):
+    (tmp_path / "boot").mkdir()
+    (tmp_path / "boot/vmlinuz-6.1.0-30-amd64").write_text("")
+    args = {"driver_version": "570.172.08", "boot_root": str(tmp_path), "secure_boot_var": str(tmp_path / "none")}
+    rc, result = run_module("gpufleet.stack.driver_state", args, "--check")
+    assert rc == 0, result
+    assert result["kernels"]["next_boot"] == "6.1.0-30-amd64"
+    assert result["next_boot_problem"].startswith("the kernel that boots next (6.1.0-30-amd64")
+    rc, result = run_module("gpufleet.stack.driver_state", {"secure_boot_var": str(tmp_path / "none")}, "--check")
+    assert (rc, result["next_boot_problem"], "kernels" in result) == (0, "", False)
 
 
 def test_one_run_reads_every_part(run_module, tmp_path):

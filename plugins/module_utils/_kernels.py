@@ -1,0 +1,135 @@
+# Copyright: (c) 2026, gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Installed kernels, the one that boots next, and whether each has an nvidia module for the installed driver.
+
+The failure this guards against is the most reported one after unattended upgrades: a new kernel arrives without
+its headers (or DKMS fails to build for it), the host reboots into it, and the GPUs are gone. DKMS builds a module
+for every kernel whose headers are installed (Debian's /etc/kernel/postinst.d/dkms and header_postinst.d/dkms run
+dkms_autoinstaller), into /lib/modules/<kernel>/updates/dkms/ on Debian and Ubuntu, and keeps its build tree in
+/var/lib/dkms/<module>/<version>/<kernel>/<arch>/. Debian's own driver packages name the module nvidia-current.
+
+Everything reads plain files under a root (tests point it at a fixture tree); the one command, modinfo, is passed
+in as a function so callers decide whether to run it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+# Module file names: NVIDIA's packages and the runfile build nvidia.ko, Debian's nvidia-current.ko; DKMS copies the
+# compression of the kernel's own modules (.ko, .ko.xz, .ko.zst, .ko.gz).
+_MODULE_RE = re.compile(r"^nvidia(?:-current)?\.ko(?:\.(?:xz|zst|gz))?$")
+_DKMS_MODULES = ("nvidia", "nvidia-current")
+
+
+def _under(root, path):
+    return os.path.join(root or "/", path.lstrip("/"))
+
+
+def version_key(kernel):
+    """Sort key for kernel release strings: "6.1.0-28-amd64" after "6.1.0-9-amd64" (numbers compare as numbers)."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"[.+~-]", kernel)]
+
+
+def installed_kernels(root="/"):
+    """Kernel releases with an image in /boot (vmlinuz-<release>); /lib/modules keeps directories of removed kernels
+    that still hold DKMS-built modules, so an image is what says a kernel can boot."""
+    try:
+        names = os.listdir(_under(root, "/boot"))
+    except OSError:
+        return []
+    kernels = [n[len("vmlinuz-") :] for n in names if n.startswith("vmlinuz-") and len(n) > len("vmlinuz-")]
+    return sorted(kernels, key=version_key)
+
+
+def next_boot_kernel(root="/", kernels=None):
+    """(release, how) of the kernel the next boot loads, or (None, why not).
+
+    Debian's linux-update-symlinks points /vmlinuz (or /boot/vmlinuz with link_in_boot) at the newest installed
+    image, and GRUB's default entry on Debian is the newest kernel by version; a GRUB_DEFAULT=saved choice is not
+    read here."""
+    kernels = installed_kernels(root) if kernels is None else kernels
+    for link in ("/vmlinuz", "/boot/vmlinuz"):
+        path = _under(root, link)
+        if os.path.islink(path):
+            target = os.path.basename(os.readlink(path))
+            if target.startswith("vmlinuz-") and target[len("vmlinuz-") :] in kernels:
+                return target[len("vmlinuz-") :], f"{link} points to it"
+    if kernels:
+        return kernels[-1], "the newest installed kernel image"
+    return None, "no kernel image in /boot (a container, or an image without a kernel)"
+
+
+def dkms_versions(root, kernel):
+    """{module path under /lib/modules: driver version} for the nvidia modules DKMS built for kernel."""
+    found = {}
+    for name in _DKMS_MODULES:
+        base = _under(root, f"/var/lib/dkms/{name}")
+        try:
+            versions = os.listdir(base)
+        except OSError:
+            continue
+        for version in versions:
+            built = os.path.join(base, version, kernel)
+            if os.path.isdir(built):
+                found[name] = version
+    return found
+
+
+def nvidia_modules(root, kernel):
+    """Paths of nvidia kernel modules installed for kernel (DKMS' updates/dkms, extra, or anywhere under it)."""
+    base = _under(root, f"/lib/modules/{kernel}")
+    found = []
+    for dirpath, _dirs, files in os.walk(base):
+        found.extend(os.path.join(dirpath, f) for f in files if _MODULE_RE.match(f))
+    return sorted(found)
+
+
+def module_report(root, kernel, driver_version, modinfo=None):
+    """What kernel has for the driver: {present, versions, matches, detail}. modinfo(path) -> version or None."""
+    paths = nvidia_modules(root, kernel)
+    dkms = dkms_versions(root, kernel)
+    versions = set()
+    for path in paths:
+        name = os.path.basename(path).split(".ko", 1)[0]
+        version = dkms.get(name) or (modinfo(path) if modinfo else None)
+        if version:
+            versions.add(version)
+    versions = sorted(versions)
+    if not paths:
+        detail = f"no nvidia module in /lib/modules/{kernel}"
+    elif driver_version and versions and driver_version not in versions:
+        detail = f"nvidia module {', '.join(versions)}, not the installed driver {driver_version}"
+    else:
+        detail = f"nvidia module {', '.join(versions) or '(version unknown)'}"
+    matches = bool(paths) and (not driver_version or not versions or driver_version in versions)
+    return {"present": bool(paths), "versions": versions, "matches": matches, "detail": detail}
+
+
+def kernel_report(root="/", running=None, driver_version=None, modinfo=None):
+    """Every installed kernel with its nvidia module, the running one and the one that boots next."""
+    kernels = installed_kernels(root)
+    nxt, how = next_boot_kernel(root, kernels)
+    rows = []
+    for kernel in kernels:
+        row = {"release": kernel, "running": kernel == running, "next_boot": kernel == nxt}
+        row.update(module_report(root, kernel, driver_version, modinfo))
+        rows.append(row)
+    return {"running": running, "next_boot": nxt, "next_boot_source": how, "kernels": rows}
+
+
+def next_boot_problem(report, driver_version):
+    """The sentence that says why rebooting now would lose the GPUs, or None. Unknown next kernel: None (nothing to
+    judge, e.g. in a container)."""
+    nxt = report.get("next_boot")
+    if not nxt or not driver_version:
+        return None
+    row = next((r for r in report.get("kernels", []) if r["release"] == nxt), None)
+    if row is None or row["matches"]:
+        return None
+    return (
+        f"the kernel that boots next ({nxt}, {report.get('next_boot_source')}) has {row['detail']}: after a reboot "
+        f"driver {driver_version} would not load. Install its headers (linux-headers-{nxt}) so DKMS builds the "
+        f"module (dkms autoinstall -k {nxt}), or make another kernel the default"
+    )

@@ -1,0 +1,85 @@
+"""module_utils/_kernels: installed kernels, the next boot, and the nvidia module each has, on fixture trees laid out
+as Debian lays them out (/boot/vmlinuz-*, /vmlinuz -> boot/vmlinuz-*, /lib/modules/*/updates/dkms, DKMS' tree)."""
+
+import os
+
+import pytest
+from ansible_collections.gpufleet.stack.plugins.module_utils import _kernels as k
+
+OLD, NEW = "6.1.0-28-amd64", "6.1.0-9-amd64"  # 9 < 28: a string sort would get this wrong
+
+
+def kernel(root, release, *, module=None, dkms=None, name="nvidia.ko", link=False):
+    (root / "boot").mkdir(exist_ok=True)
+    (root / "boot" / f"vmlinuz-{release}").write_text("image")
+    mods = root / "lib/modules" / release / "kernel/drivers/net"
+    mods.mkdir(parents=True, exist_ok=True)
+    (mods / "e1000.ko").write_text("")
+    if module:
+        (root / "lib/modules" / release / "updates/dkms").mkdir(parents=True, exist_ok=True)
+        (root / "lib/modules" / release / "updates/dkms" / name).write_text("module")
+    if dkms:
+        (root / "var/lib/dkms" / name.split(".ko")[0] / dkms / release / "x86_64/module").mkdir(parents=True)
+    if link:
+        target = root / "vmlinuz"
+        if target.is_symlink():
+            target.unlink()
+        os.symlink(f"boot/vmlinuz-{release}", target)
+
+
+def test_kernel_versions_sort_as_numbers():
+    assert sorted([OLD, NEW, "6.12.0-1-amd64", "6.1.0-28-cloud-amd64"], key=k.version_key) == [
+        NEW, OLD, "6.1.0-28-cloud-amd64", "6.12.0-1-amd64"]  # fmt: skip
+
+
+def test_next_boot_follows_the_vmlinuz_link_else_the_newest(tmp_path):
+    kernel(tmp_path, NEW)
+    kernel(tmp_path, OLD)
+    assert k.next_boot_kernel(str(tmp_path)) == (OLD, "the newest installed kernel image")
+    kernel(tmp_path, NEW, link=True)
+    assert k.next_boot_kernel(str(tmp_path)) == (NEW, "/vmlinuz points to it")
+
+
+def test_no_kernel_image_is_unknown_not_a_problem(tmp_path):
+    (tmp_path / "lib/modules/6.18.44-fc").mkdir(parents=True)  # a container: modules of the host, no image
+    report = k.kernel_report(str(tmp_path), "6.18.44-fc", "570.172.08")
+    assert report["next_boot"] is None and report["kernels"] == []
+    assert k.next_boot_problem(report, "570.172.08") is None
+
+
+def test_a_new_kernel_without_headers_has_no_module_and_is_named(tmp_path):
+    kernel(tmp_path, OLD, module=True, dkms="570.172.08")
+    kernel(tmp_path, "6.1.0-30-amd64")  # unattended-upgrades brought it; no headers, so DKMS built nothing
+    report = k.kernel_report(str(tmp_path), OLD, "570.172.08")
+    rows = {r["release"]: r for r in report["kernels"]}
+    assert rows[OLD] == {"release": OLD, "running": True, "next_boot": False, "present": True,
+                         "versions": ["570.172.08"], "matches": True, "detail": "nvidia module 570.172.08"}  # fmt: skip
+    assert rows["6.1.0-30-amd64"]["present"] is False and rows["6.1.0-30-amd64"]["next_boot"] is True
+    problem = k.next_boot_problem(report, "570.172.08")
+    assert problem.startswith("the kernel that boots next (6.1.0-30-amd64, the newest installed kernel image) has no "
+                              "nvidia module in /lib/modules/6.1.0-30-amd64: after a reboot driver 570.172.08 would "
+                              "not load")  # fmt: skip
+    assert "linux-headers-6.1.0-30-amd64" in problem
+
+
+def test_a_module_for_the_old_driver_is_not_enough(tmp_path):
+    kernel(tmp_path, OLD, module=True, dkms="570.133.20", link=True)
+    report = k.kernel_report(str(tmp_path), OLD, "570.172.08")
+    assert report["kernels"][0]["matches"] is False
+    assert "nvidia module 570.133.20, not the installed driver 570.172.08" in k.next_boot_problem(report, "570.172.08")
+
+
+@pytest.mark.parametrize("name", ["nvidia.ko.xz", "nvidia.ko.zst", "nvidia-current.ko"])
+def test_compressed_and_debian_named_modules_count(tmp_path, name):
+    kernel(tmp_path, OLD, module=True, name=name)
+    versions = {}
+    report = k.kernel_report(str(tmp_path), OLD, "550.163.01", modinfo=lambda p: versions.setdefault(p, "550.163.01"))
+    assert report["kernels"][0]["present"] and report["kernels"][0]["matches"]
+    assert [os.path.basename(p) for p in versions] == [name]  # no DKMS tree: modinfo tells the version
+
+
+def test_a_module_whose_version_is_unknown_still_counts(tmp_path):
+    kernel(tmp_path, OLD, module=True, link=True)
+    report = k.kernel_report(str(tmp_path), OLD, "570.172.08")  # no DKMS tree, no modinfo
+    assert report["kernels"][0]["matches"] is True
+    assert k.next_boot_problem(report, "570.172.08") is None
