@@ -75,11 +75,88 @@ def sh(body):
     return "#!/bin/sh\nset -e\n" + body.strip() + "\n"
 
 
+# NVIDIA's own Ubuntu packaging starts the daemon with persistence mode off (NVIDIA/ubuntu-packaging-nvidia-driver:
+# "--user root --no-persistence-mode --verbose"); the upstream template (NVIDIA/nvidia-persistenced) has neither flag.
+# The Debian 12 CUDA repository's unit is not recorded here: we model NVIDIA's packaging, the case that needs a fix.
 PERSIST_UNIT = (
     "[Unit]\nDescription=NVIDIA Persistence Daemon\nWants=syslog.target\n\n"
-    "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced\n"
+    "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-persistenced --user root --no-persistence-mode --verbose\n"
     "ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced\n\n[Install]\nWantedBy=multi-user.target\n"
 )
+# The sandbox's profile, read by the daemon stand-ins (sandbox/nvml-sim).
+SIM_PROFILE = "/etc/gpufleet/nvml-sim/profile.json"
+
+
+def daemon_script(ver, version_line, start):
+    """A stand-in daemon binary: --version prints the real line; a start runs `start` (bash) and leaves a process
+    behind for systemd's Type=forking, as the real daemons fork and the parent exits 0."""
+    return (
+        "#!/bin/bash\nset -e\n"
+        f'case "${{1:-}}" in --version|-v) echo "{version_line}"; exit 0 ;; esac\n'
+        f"# gpufleet.stack test mirror: stand-in for driver {ver} (not NVIDIA software)\n"
+        + start.strip()
+        + "\nsetsid sleep infinity </dev/null >/dev/null 2>&1 &\nexit 0\n"
+    )
+
+
+def persistenced_script(ver):
+    # Persistence mode is on unless --no-persistence-mode; the simulator reads it from this file (sandbox/nvml-sim).
+    return daemon_script(
+        ver,
+        f"nvidia-persistenced:  version {ver}",
+        """
+mode=1
+for arg in "$@"; do [ "$arg" = --no-persistence-mode ] && mode=0; done
+mkdir -p /run/nvidia-persistenced
+echo "$mode" > /run/nvidia-persistenced/gpufleet-nvml-sim-persistence
+[ "$mode" = 1 ] && echo "nvidia-persistenced: persistence mode enabled" || echo "nvidia-persistenced: persistence mode disabled"
+""",
+    )
+
+
+def fabricmanager_script(ver):
+    # The journal and /var/log/fabricmanager.log lines the real daemon prints once the fabric is configured (an HGX A100
+    # or B200 report in NVIDIA's trackers); a profile's host.fabricmanager_start_error makes it fail instead.
+    return daemon_script(
+        ver,
+        f"Fabric Manager version is : {ver}",
+        f"""
+error="$(python3 -c 'import json,sys; print((json.load(open(sys.argv[1])).get("host") or {{}}).get("fabricmanager_start_error") or "")' {SIM_PROFILE} 2>/dev/null || true)"
+if [ -n "$error" ]; then echo "$error" | tee -a /var/log/fabricmanager.log >&2; exit 1; fi
+for line in "Fabric Manager version {ver} is running" "Connected to 1 node." \
+    "Successfully configured all the available GPUs and NVSwitches to route NVLink traffic."; do
+    echo "$line"; echo "[$(date '+%b %d %Y %H:%M:%S')] [INFO] [tid $$] $line" >> /var/log/fabricmanager.log
+done
+""",
+    )
+
+
+def kernel_module_postinst(ver):
+    """DKMS builds the module for every kernel whose headers are installed (/lib/modules/K/build), into DKMS' tree and
+    /lib/modules/K/updates/dkms; then the module "loads": the sandbox's simulator stands in for nvidia.ko, and the
+    driver's device nodes appear as nvidia-modprobe makes them (195:N per GPU the driver brought up, 195:255 nvidiactl,
+    195:254 nvidia-modeset, nvidia-uvm on its own major). A container cannot build or load a module: nothing else."""
+    return (
+        "#!/bin/bash\nset -e\n"
+        f'echo "nvidia {ver}: DKMS build skipped (synthetic test fixture, no kernel module)"\n'
+        f"""for build in /lib/modules/*/build; do
+    [ -e "$build" ] || continue
+    k="$(basename "$(dirname "$build")")"
+    mkdir -p "/var/lib/dkms/nvidia/{ver}/$k/x86_64/module" "/lib/modules/$k/updates/dkms"
+    echo "nvidia {ver} for $k (synthetic test fixture)" > "/var/lib/dkms/nvidia/{ver}/$k/x86_64/module/nvidia.ko"
+    cp "/var/lib/dkms/nvidia/{ver}/$k/x86_64/module/nvidia.ko" "/lib/modules/$k/updates/dkms/nvidia.ko"
+    echo "nvidia/{ver}, $k, x86_64: installed"
+done
+[ -f {SIM_PROFILE} ] || exit 0
+gpus="$(python3 -c 'import json,sys; print(sum(g.get("nvml_visible", True) is not False for g in json.load(open(sys.argv[1])).get("gpus", [])))' {SIM_PROFILE})"
+node() {{ [ -e "$1" ] || mknod -m 0666 "$1" c "$2" "$3" || echo "cannot create $1 (no CAP_MKNOD?)" >&2; }}
+node /dev/nvidiactl 195 255
+node /dev/nvidia-modeset 195 254
+node /dev/nvidia-uvm 509 0
+node /dev/nvidia-uvm-tools 509 1
+for i in $(seq 0 $((gpus - 1))); do node "/dev/nvidia$i" 195 "$i"; done
+"""
+    )
 FM_UNIT = (
     "[Unit]\nDescription=NVIDIA fabric manager service\nAfter=network-online.target\n\n"
     "[Service]\nExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg\n"
@@ -110,13 +187,15 @@ exit 10
         else sh(f'echo "nvidia {ver}: DKMS build skipped (synthetic test fixture, no kernel module)"')
     )
 
+    dkms_post = dkms_post if ver == BROKEN_DRIVER else kernel_module_postinst(ver)
+
     def dkms(flavor):
         conf = f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{ver}"\n# flavor: {flavor}\nAUTOINSTALL="yes"\n'
         return {"files": {f"/usr/src/nvidia-{ver}/dkms.conf": (conf, 0o644)}, "postinst": dkms_post}
 
     fm = {
         "files": {
-            "/usr/bin/nv-fabricmanager": (sh(f'echo "Fabric Manager version is : {ver}"'), 0o755),
+            "/usr/bin/nv-fabricmanager": (fabricmanager_script(ver), 0o755),
             "/usr/share/nvidia/nvswitch/fabricmanager.cfg": ("LOG_LEVEL=4\nFABRIC_MODE=0\n", 0o644),
             "/lib/systemd/system/nvidia-fabricmanager.service": (FM_UNIT, 0o644),
         }
@@ -138,7 +217,7 @@ exit 10
         },
         "nvidia-persistenced": {
             "files": {
-                "/usr/bin/nvidia-persistenced": (sh(f'echo "nvidia-persistenced:  version {ver}"'), 0o755),
+                "/usr/bin/nvidia-persistenced": (persistenced_script(ver), 0o755),
                 "/lib/systemd/system/nvidia-persistenced.service": (PERSIST_UNIT, 0o644),
             }
         },

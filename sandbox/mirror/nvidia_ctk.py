@@ -5,6 +5,7 @@ It answers what roles and tests call, with the real tool's flags, file formats a
   nvidia-ctk --version
   nvidia-ctk runtime configure --runtime=docker|containerd [--config PATH] [--set-as-default] [--dry-run]
   nvidia-ctk cdi generate [--output FILE]
+  nvidia-ctk system create-dev-char-symlinks [--create-all] [--dev-char-path DIR] [--dry-run]
 `runtime configure` merges into the existing config like the real one (other keys survive; comments in a
 TOML file do not, as with the real tool). Behaviour reference:
 https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html#configuration
@@ -122,7 +123,8 @@ def runtime_configure(args):
 
 
 # --- cdi ------------------------------------------------------------------------------------------------
-def nvml_uuids():
+def nvml_devices():
+    """(driver version, GPU UUIDs) from NVML, as the real tool discovers them."""
     try:
         nvml = ctypes.CDLL("libnvidia-ml.so.1")
     except OSError:
@@ -130,6 +132,8 @@ def nvml_uuids():
     ret = nvml.nvmlInit_v2()
     if ret != 0:
         fail(f"failed to generate CDI spec: failed to initialize NVML: NVML error {ret}")
+    version = ctypes.create_string_buffer(80)
+    nvml.nvmlSystemGetDriverVersion(version, 80)
     count = ctypes.c_uint(0)
     nvml.nvmlDeviceGetCount_v2(ctypes.byref(count))
     uuids = []
@@ -140,12 +144,28 @@ def nvml_uuids():
             nvml.nvmlDeviceGetUUID(handle, buf, 96)
         uuids.append(buf.value.decode())
     nvml.nvmlShutdown()
-    return uuids
+    return version.value.decode(), uuids
 
 
-def cdi_spec(uuids):
+def driver_libraries(version, libdir="/usr/lib/x86_64-linux-gnu"):
+    """The driver's libraries of that version (lib*.so.<version>), which the real spec bind-mounts by their versioned
+    names: the driver version a spec was generated for is written in every such path."""
+    try:
+        names = os.listdir(libdir)
+    except OSError:
+        return []
+    return sorted(os.path.join(libdir, n) for n in names if n.startswith("lib") and n.endswith(f".so.{version}"))
+
+
+def cdi_spec(version, uuids, driver_root="/"):
     lines = ["---", "cdiVersion: 0.5.0", "containerEdits:", "  deviceNodes:"]
     lines += [f"  - path: /dev/{n}" for n in ("nvidia-modeset", "nvidia-uvm", "nvidia-uvm-tools", "nvidiactl")]
+    lines += ["  env:", "  - NVIDIA_VISIBLE_DEVICES=void", "  hooks:", "  - args:", "    - nvidia-cdi-hook",
+              "    - enable-cuda-compat", f"    - --host-driver-version={version}", "    hookName: createContainer",
+              "    path: /usr/bin/nvidia-cdi-hook", "  mounts:"]  # fmt: skip
+    for lib in driver_libraries(version, os.path.join(driver_root, "usr/lib/x86_64-linux-gnu")):
+        lines += [f"  - containerPath: {lib}", f"    hostPath: {lib}", "    options:", "    - ro", "    - nosuid",
+                  "    - nodev", "    - bind"]  # fmt: skip
     lines.append("devices:")
     for index, uuid in enumerate(uuids):
         for name in (str(index), uuid):
@@ -157,7 +177,7 @@ def cdi_spec(uuids):
 
 
 def cdi_generate(args):
-    spec = cdi_spec(nvml_uuids())
+    spec = cdi_spec(*nvml_devices(), driver_root=args.driver_root)
     if not args.output:
         sys.stdout.write(spec)
         return
@@ -165,6 +185,33 @@ def cdi_generate(args):
     with open(args.output, "w", encoding="utf-8") as f:
         f.write(spec)
     info("Generated CDI spec with version 0.5.0")
+
+
+# --- system ---------------------------------------------------------------------------------------------
+def create_dev_char_symlinks(args):
+    """/dev/char/MAJOR:MINOR -> ../<node> for each NVIDIA device node, as runc needs them to keep containers' GPU access
+    across a systemd daemon-reload (nvidia-container-toolkit#48). --create-all: every GPU node too, not only those a
+    process opened; here every node in /dev already exists, so both create the same links."""
+    dev = os.path.join(args.driver_root, "dev")
+    os.makedirs(args.dev_char_path, exist_ok=True)
+    for name in sorted(os.listdir(dev)):
+        path = os.path.join(dev, name)
+        if not (name.startswith("nvidia") and os.path.exists(path)):
+            continue
+        st = os.stat(path)
+        if not (st.st_mode & 0o170000) == 0o020000:  # character devices only
+            continue
+        link = os.path.join(args.dev_char_path, f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+        target = os.path.relpath(path, args.dev_char_path)
+        if os.path.islink(link) and os.readlink(link) == target:
+            continue
+        if args.dry_run:
+            info(f"Would create link {link} => {target}")
+            continue
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(target, link)
+        info(f"Creating link {link} => {target}")
 
 
 def main(argv):
@@ -180,6 +227,13 @@ def main(argv):
     cdi = sub.add_parser("cdi").add_subparsers(dest="action", required=True)
     generate = cdi.add_parser("generate")
     generate.add_argument("--output")
+    generate.add_argument("--driver-root", default="/")
+    system = sub.add_parser("system").add_subparsers(dest="action", required=True)
+    symlinks = system.add_parser("create-dev-char-symlinks")
+    symlinks.add_argument("--create-all", action="store_true")
+    symlinks.add_argument("--dev-char-path", default="/dev/char")
+    symlinks.add_argument("--driver-root", default="/")
+    symlinks.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
     if args.version:
         print(f"NVIDIA Container Toolkit CLI version {VERSION}\ncommit: {COMMIT}")
@@ -187,6 +241,8 @@ def main(argv):
         runtime_configure(args)
     elif args.command == "cdi":
         cdi_generate(args)
+    elif args.command == "system":
+        create_dev_char_symlinks(args)
     else:
         parser.print_help()
         sys.exit(1)

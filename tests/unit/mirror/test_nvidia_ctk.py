@@ -2,6 +2,7 @@
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import tomllib
@@ -76,12 +77,34 @@ def test_cdi_generate(ctk, mirror, tmp_path):
         GPUFLEET_NVML_SIM_PROFILE=str(tmp_path / "profile.json"),
     )
     spec = tmp_path / "cdi" / "nvidia.yaml"
-    out = run(ctk, "cdi", "generate", "--output", str(spec), env=env)
+    out = run(ctk, "cdi", "generate", "--output", str(spec), "--driver-root", str(lib), env=env)
     assert out.returncode == 0, out.stderr
     text = spec.read_text()
     assert "kind: nvidia.com/gpu" in text and "  name: all" in text
     assert f'name: "{profile["gpus"][7]["uuid"]}"' in text and "path: /dev/nvidia7" in text
+    # The driver version the spec was made for is in the hook and in every versioned library it mounts.
+    assert "--host-driver-version=570.133.20" in text
+    assert f"  - containerPath: {lib}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.133.20" in text
     # Without a driver (no profile: the simulator's "not loaded") the real tool fails the same way.
     env["GPUFLEET_NVML_SIM_PROFILE"] = str(tmp_path / "absent.json")
     failed = run(ctk, "cdi", "generate", "--output", str(tmp_path / "x.yaml"), env=env)
     assert failed.returncode == 1 and "failed to initialize NVML" in failed.stderr
+
+
+def test_dev_char_symlinks(ctk, tmp_path):
+    """The links runc needs (nvidia-container-toolkit#48): /dev/char/195:N -> ../nvidiaN, idempotent."""
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    try:
+        os.mknod(dev / "nvidia0", 0o666 | stat.S_IFCHR, os.makedev(195, 0))
+        os.mknod(dev / "nvidiactl", 0o666 | stat.S_IFCHR, os.makedev(195, 255))
+    except PermissionError:
+        pytest.skip("mknod not permitted here: would check /dev/char/195:0 -> ../nvidia0 and 195:255 -> ../nvidiactl")
+    (dev / "nvidia-not-a-device").write_text("")
+    chars = tmp_path / "char"
+    argv = ["system", "create-dev-char-symlinks", "--create-all", "--driver-root", str(tmp_path),
+            "--dev-char-path", str(chars)]  # fmt: skip
+    out = run(ctk, *argv)
+    assert out.returncode == 0, out.stderr
+    assert {p.name: os.readlink(p) for p in chars.iterdir()} == {"195:0": "../dev/nvidia0", "195:255": "../dev/nvidiactl"}
+    assert "Creating link" not in run(ctk, *argv).stderr  # nothing to do the second time
