@@ -16,12 +16,12 @@ import sys
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_health as health
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_host as host
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_labels import gfd_labels
-from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import kernel_report, next_boot_problem
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_nvml import (
     collect_gpus,
     collect_topology,
     system_info,
 )
+from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import kernel_report, next_boot_problem
 
 LIBRARY = "libnvidia-ml.so.1"  # the soname pynvml loads on Linux
 SIM_MARKER = "gpufleet_nvml_sim_profile_path"

@@ -104,6 +104,7 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import probe_library, simulated_host
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_kernel_module
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_readers import modinfo_reader
 from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import kernel_report, next_boot_problem
 
 
@@ -165,13 +166,7 @@ def main():
         answer = (out + err).strip()
     extra = {"next_boot_problem": ""}
     if p["driver_version"]:
-        modinfo = module.get_bin_path("modinfo", opt_dirs=["/usr/sbin", "/sbin"])
-        report = kernel_report(
-            p["boot_root"],
-            platform.release(),
-            p["driver_version"],
-            (lambda path: (module.run_command([modinfo, "-F", "version", path])[1].strip() or None)) if modinfo else None,
-        )
+        report = kernel_report(p["boot_root"], platform.release(), p["driver_version"], modinfo_reader(module))
         extra = {"kernels": report, "next_boot_problem": next_boot_problem(report, p["driver_version"]) or ""}
     module.exit_json(
         changed=False,

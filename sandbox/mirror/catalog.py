@@ -109,9 +109,20 @@ mode=1
 for arg in "$@"; do [ "$arg" = --no-persistence-mode ] && mode=0; done
 mkdir -p /run/nvidia-persistenced
 echo "$mode" > /run/nvidia-persistenced/gpufleet-nvml-sim-persistence
-[ "$mode" = 1 ] && echo "nvidia-persistenced: persistence mode enabled" || echo "nvidia-persistenced: persistence mode disabled"
+[ "$mode" = 1 ] && state=enabled || state=disabled
+echo "nvidia-persistenced: persistence mode $state"
 """,
     )
+
+
+# Python one-liners the stand-ins run on the profile (kept here so the scripts stay readable).
+PY_START_ERROR = (
+    'import json,sys; print((json.load(open(sys.argv[1])).get("host") or {}).get("fabricmanager_start_error") or "")'
+)
+PY_GPUS = (
+    "import json,sys; "
+    'print(sum(g.get("nvml_visible", True) is not False for g in json.load(open(sys.argv[1]))["gpus"]))'
+)
 
 
 def fabricmanager_script(ver):
@@ -121,7 +132,8 @@ def fabricmanager_script(ver):
         ver,
         f"Fabric Manager version is : {ver}",
         f"""
-error="$(python3 -c 'import json,sys; print((json.load(open(sys.argv[1])).get("host") or {{}}).get("fabricmanager_start_error") or "")' {SIM_PROFILE} 2>/dev/null || true)"
+PY_START_ERROR='{PY_START_ERROR}'
+error="$(python3 -c "$PY_START_ERROR" {SIM_PROFILE} 2>/dev/null || true)"
 if [ -n "$error" ]; then echo "$error" | tee -a /var/log/fabricmanager.log >&2; exit 1; fi
 for line in "Fabric Manager version {ver} is running" "Connected to 1 node." \
     "Successfully configured all the available GPUs and NVSwitches to route NVLink traffic."; do
@@ -148,7 +160,8 @@ def kernel_module_postinst(ver):
     echo "nvidia/{ver}, $k, x86_64: installed"
 done
 [ -f {SIM_PROFILE} ] || exit 0
-gpus="$(python3 -c 'import json,sys; print(sum(g.get("nvml_visible", True) is not False for g in json.load(open(sys.argv[1])).get("gpus", [])))' {SIM_PROFILE})"
+PY_GPUS='{PY_GPUS}'
+gpus="$(python3 -c "$PY_GPUS" {SIM_PROFILE})"
 node() {{ [ -e "$1" ] || mknod -m 0666 "$1" c "$2" "$3" || echo "cannot create $1 (no CAP_MKNOD?)" >&2; }}
 node /dev/nvidiactl 195 255
 node /dev/nvidia-modeset 195 254
@@ -157,6 +170,8 @@ node /dev/nvidia-uvm-tools 509 1
 for i in $(seq 0 $((gpus - 1))); do node "/dev/nvidia$i" 195 "$i"; done
 """
     )
+
+
 FM_UNIT = (
     "[Unit]\nDescription=NVIDIA fabric manager service\nAfter=network-online.target\n\n"
     "[Service]\nExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg\n"

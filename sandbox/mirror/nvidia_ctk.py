@@ -16,6 +16,7 @@ import ctypes
 import json
 import os
 import re
+import stat
 import sys
 
 VERSION = "@VERSION@"
@@ -199,7 +200,7 @@ def create_dev_char_symlinks(args):
         if not (name.startswith("nvidia") and os.path.exists(path)):
             continue
         st = os.stat(path)
-        if not (st.st_mode & 0o170000) == 0o020000:  # character devices only
+        if not stat.S_ISCHR(st.st_mode):  # character devices only
             continue
         link = os.path.join(args.dev_char_path, f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
         target = os.path.relpath(path, args.dev_char_path)

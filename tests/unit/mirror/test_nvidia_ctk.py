@@ -106,5 +106,8 @@ def test_dev_char_symlinks(ctk, tmp_path):
             "--dev-char-path", str(chars)]  # fmt: skip
     out = run(ctk, *argv)
     assert out.returncode == 0, out.stderr
-    assert {p.name: os.readlink(p) for p in chars.iterdir()} == {"195:0": "../dev/nvidia0", "195:255": "../dev/nvidiactl"}
+    assert {p.name: os.readlink(p) for p in chars.iterdir()} == {
+        "195:0": "../dev/nvidia0",
+        "195:255": "../dev/nvidiactl",
+    }
     assert "Creating link" not in run(ctk, *argv).stderr  # nothing to do the second time

@@ -320,7 +320,9 @@ def test_hopper_fabric_states(probe):
     assert done == {"state": n.NVML_GPU_FABRIC_STATE_COMPLETED, "status": n.NVML_SUCCESS, "cliqueId": 32766}
     training = probe("h100-sxm5-80gb-x8-fabric-in-progress")["gpus"][0]["fabric"]
     assert training["state"] == n.NVML_GPU_FABRIC_STATE_IN_PROGRESS
-    assert probe("h100-sxm5-80gb-x8-fm-not-started")["gpus"][0]["fabric"]["state"] == n.NVML_GPU_FABRIC_STATE_NOT_STARTED
+    assert (
+        probe("h100-sxm5-80gb-x8-fm-not-started")["gpus"][0]["fabric"]["state"] == n.NVML_GPU_FABRIC_STATE_NOT_STARTED
+    )
     assert probe("a100-sxm4-40gb-x8-nvswitch")["gpus"][0]["fabric"] == NOT_SUPPORTED
 
 
@@ -328,7 +330,7 @@ def test_live_processes_come_and_go_with_their_process(probe, tmp_path):
     """A registered process is listed (with its name and memory) while it lives; a dead one is not."""
     live = tmp_path / "procs"
     (live / "2").mkdir(parents=True)
-    sleeper = subprocess.Popen(["sleep", "60"])  # noqa: S603,S607  # a process that lives through the probe
+    sleeper = subprocess.Popen(["sleep", "60"])  # a process that lives through the probe
     try:
         (live / "2" / str(sleeper.pid)).write_text("train.py 30000\n")
         (live / "2" / "999999").write_text("gone 10\n")  # no such process: the driver lists nothing for it

@@ -1,0 +1,162 @@
+# Copyright: (c) 2026, gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The readiness gate of an upgraded node: pure checks of gathered facts, one verdict per gate.
+
+A node that passes every gate is given back to its scheduler; the first gate that fails names the node's state
+(failed/<gate>) and the reason it stays drained. Each gate answers a failure GPU fleets report right after a driver
+change (NVIDIA's driver, toolkit and operator trackers, Slurm sites):
+
+- module: the kernel module loaded is not the installed driver (no reboot yet, or the reboot came up without it);
+- gpus: a GPU fell off the bus or failed to initialise without an Xid: NVML sees fewer GPUs than the PCI bus;
+- fabric: on NVSwitch systems Fabric Manager is not running or the fabric has not finished training, and CUDA
+  answers error 802 "system not yet initialized";
+- persistence: persistence mode off (the driver tears down between jobs; NVIDIA's Ubuntu packaging starts
+  nvidia-persistenced with --no-persistence-mode);
+- health: a critical finding (ECC, remapped rows, temperature, a next kernel without a module);
+- xid: an Xid in the kernel log that was not there when the upgrade began;
+- cdi: the CDI spec still describes the previous driver (generated before the change).
+"""
+
+from __future__ import annotations
+
+import re
+
+# Fabric Manager's line once the NVSwitches and GPUs are configured (HGX A100 and B200 logs in NVIDIA's trackers).
+FM_DONE = "Successfully configured all the available GPUs and NVSwitches"
+_CDI_VERSION_RES = (re.compile(r"--host-driver-version=(\d+\.\d+(?:\.\d+)?)"), re.compile(r"\.so\.(\d+\.\d+\.\d+)\b"))
+
+
+def gate(name, ok, detail):
+    return {"gate": name, "ok": bool(ok), "detail": detail}
+
+
+def gate_module(facts, target):
+    """The kernel module NVML talks to is the target driver."""
+    loaded = facts.get("driver_version") if facts.get("driver_state") == "loaded" else None
+    if not target:
+        return gate("module", True, "no driver target: not checked")
+    if loaded == target:
+        return gate("module", True, f"driver {target} loaded")
+    state = facts.get("driver_state") or "unknown"
+    why = facts.get("driver_state_reason")
+    detail = f"driver {target} is not the one loaded: NVML reports {loaded or state}" + (f" ({why})" if why else "")
+    return gate("module", False, detail)
+
+
+def gate_gpus(facts, expected=None):
+    """NVML enumerates every NVIDIA GPU on the PCI bus, and as many as the inventory says the node has."""
+    nvml, pci = facts.get("gpu_count") or 0, facts.get("pci_gpu_count") or 0
+    if pci and nvml < pci:
+        return gate("gpus", False, f"{nvml} of {pci} GPUs: NVML enumerates {nvml}, the PCI bus has {pci}")
+    if expected and nvml != expected:
+        return gate(
+            "gpus", False, f"{nvml} of {expected} GPUs: NVML enumerates {nvml}, gpufleet_expected_gpus is {expected}"
+        )
+    return gate("gpus", True, f"{nvml} GPUs in NVML" + (f", {pci} on PCI" if pci else ""))
+
+
+def fm_configured(lines):
+    """Fabric Manager's own lines since its last start say it configured the fabric. lines: the unit's journal (or
+    its log file), oldest first; systemd's "Starting ..." line marks a start."""
+    start = max((i for i, line in enumerate(lines) if line.startswith("Starting ")), default=-1)
+    return any(FM_DONE in line for line in lines[start + 1 :])
+
+
+def gate_fabric(facts, fm_active, fm_lines):
+    """NVSwitch hosts only: Fabric Manager active, and the fabric trained: every GPU's NVML fabric state completed
+    with status 0 (Hopper and newer), else (A100: no fabric probe) Fabric Manager's "configured" line."""
+    if not facts.get("nvswitch_present"):
+        return gate("fabric", True, "no NVSwitch: Fabric Manager not needed")
+    if not fm_active:
+        return gate("fabric", False, "Fabric Manager is not active on an NVSwitch system (CUDA answers error 802)")
+    probes = [g.get("fabric") for g in facts.get("gpus") or []]
+    if probes and all(probes):
+        pending = [
+            f"GPU {g['index']} {g['fabric']['state']}"
+            + (f" (status {g['fabric']['status']})" if g["fabric"]["status"] else "")
+            for g in facts["gpus"]
+            if g["fabric"]["state"] != "completed" or g["fabric"]["status"] != 0
+        ]
+        if pending:
+            return gate("fabric", False, "the NVLink fabric has not finished training: " + ", ".join(pending))
+        return gate("fabric", True, f"Fabric Manager active, {len(probes)} GPUs registered with the fabric")
+    if fm_configured(fm_lines):
+        return gate("fabric", True, "Fabric Manager active and reports the GPUs and NVSwitches configured")
+    return gate("fabric", False, f'Fabric Manager is active but has not logged "{FM_DONE}" since it started')
+
+
+def gate_persistence(facts):
+    off = [g["index"] for g in facts.get("gpus") or [] if g.get("persistence_mode") is False]
+    if off:
+        return gate(
+            "persistence",
+            False,
+            f"persistence mode off on GPU {', '.join(map(str, off))}: nvidia-persistenced is not running with "
+            "persistence mode (its unit's --no-persistence-mode)",
+        )
+    return gate("persistence", True, "persistence mode on")
+
+
+def gate_health(facts, baseline):
+    """Critical findings, except Xid lines that were in the log before the upgrade (the xid gate judges new ones)."""
+    old = set(baseline or [])
+    critical = [
+        f["what"]
+        for f in facts.get("health") or []
+        if f.get("severity") == "critical" and not (str(f.get("what", "")).startswith("Xid ") and f.get("value") in old)
+    ]
+    if critical:
+        return gate("health", False, "critical: " + "; ".join(critical))
+    return gate("health", True, f"health {facts.get('health_status', 'ok')}")
+
+
+def new_xid_lines(facts, baseline):
+    old = set(baseline or [])
+    return [line for line in (facts.get("kernel_log") or {}).get("xid_lines") or [] if line not in old]
+
+
+def gate_xid(facts, baseline):
+    new = new_xid_lines(facts, baseline)
+    if new:
+        return gate("xid", False, f"{len(new)} new Xid since the upgrade began: {new[0]}")
+    return gate("xid", True, "no new Xid since the upgrade began")
+
+
+def cdi_versions(text):
+    """Driver versions a CDI spec was generated for: its hook's --host-driver-version and its libraries' .so.V."""
+    found = set()
+    for regex in _CDI_VERSION_RES:
+        found.update(regex.findall(text or ""))
+    return sorted(found)
+
+
+def gate_cdi(spec_path, text, loaded):
+    """The CDI spec was regenerated for the driver now loaded (a spec made before the reboot names the old one)."""
+    if not spec_path:
+        return gate("cdi", True, "no CDI spec expected")
+    if text is None:
+        return gate("cdi", False, f"no CDI spec at {spec_path}: containers cannot request nvidia.com/gpu devices")
+    versions = cdi_versions(text)
+    if not versions:
+        return gate("cdi", False, f"the CDI spec {spec_path} names no driver version (generated without a driver?)")
+    if loaded and versions != [loaded]:
+        return gate("cdi", False, f"the CDI spec {spec_path} is for driver {', '.join(versions)}, {loaded} is loaded")
+    return gate("cdi", True, f"CDI spec for driver {', '.join(versions)}")
+
+
+def evaluate(facts, *, target, expected_gpus, fm_active, fm_lines, xid_baseline, cdi_path, cdi_text):
+    """Every gate in order: the first that failed decides the node's state (failed/<gate>)."""
+    loaded = facts.get("driver_version") if facts.get("driver_state") == "loaded" else None
+    return [
+        gate_module(facts, target),
+        gate_gpus(facts, expected_gpus),
+        gate_fabric(facts, fm_active, fm_lines),
+        gate_persistence(facts),
+        gate_health(facts, xid_baseline),
+        gate_xid(facts, xid_baseline),
+        gate_cdi(cdi_path, cdi_text, loaded),
+    ]
+
+
+def first_failure(gates):
+    return next((g for g in gates if not g["ok"]), None)
