@@ -15,9 +15,9 @@ description:
     it, C(/proc/driver/nvidia/version) else C(/sys/module/nvidia/version)), whether the driver's control device
     exists, and whether the initramfs tool is installed.
   - With O(driver_version), also which kernel boots next and whether it has an nvidia module for that driver
-    (RV(next_boot_problem)): the role refuses a reboot that would come up without one.
+    (RV(next_boot_problem)); the role refuses a reboot that would come up without one.
   - In a container the loaded module is the host kernel's and not reported, except where the NVML library is the
-    gpufleet sandbox's simulator: it stands in for the kernel module too, and its profile's
+    gpufleet sandbox's simulator, which stands in for the kernel module too, and its profile's
     C(host.kernel_module_version) is the loaded version (as M(gpufleet.stack.gpu_facts) reports it).
   - Read-only. The nvidia_driver role reads these once, in preflight, where it used four module runs.
   - DKMS builds unsigned modules unless a Machine Owner Key signs them; with Secure Boot on, the kernel refuses to

@@ -120,7 +120,7 @@ ansible_facts:
           C(persistence_mode), C(compute_mode), C(utilization_gpu_pct), C(ecc), C(retired_pages), C(remapped_rows),
           C(temperature), C(power), C(clocks), C(clocks_max), C(throttle_reasons), C(pcie), C(nvlink), C(mig),
           C(compute_processes), C(processes) (C(pid), C(used_memory_mib), C(name) of each compute process) and
-          C(fabric) (C(state) not_started, in_progress or completed, and C(status), the NVML return code of the probe:
+          C(fabric) (C(state) not_started, in_progress or completed, and C(status), the NVML return code of the probe, on
           Hopper and newer behind NVSwitch; null where the GPU has no fabric probe); an unsupported field is C(null).
         - Other keys are C(driver_state_reason), C(library_version), C(kernel_module_version), C(nvml_version),
           C(kernel_module_flavor) (open, proprietary or null), C(nouveau_loaded), C(pci_devices),

@@ -12,8 +12,8 @@ version_added: "0.2.0"
 description:
   - Lists every compute process NVML reports on every GPU (pid, name, memory), as M(gpufleet.stack.gpu_facts) reads
     them (the collection's nvidia-ml-py first), and, with O(scheduler=slurm), which Slurm job owns each one
-    (C(scontrol listpids) on the node: the processes slurmd tracks for its jobs' steps).
-  - RV(strays) are the processes no job owns, an ssh session's training run, a container started by hand, a
+    (C(scontrol listpids) on the node, the processes slurmd tracks for its jobs' steps).
+  - RV(strays) are the processes no job owns, such as an ssh session's training run, a container started by hand, a
     daemonised child that outlived its job. Draining waits for scheduler jobs only; unloading the driver under a
     stray kills its work. After a drain whose jobs ended, every process left is a stray.
   - A host without a loaded driver has no GPU processes to list. Read-only.
