@@ -47,6 +47,14 @@ options:
     type: list
     elements: path
     default: [/dev/nvidiactl, /proc/driver/nvidia]
+  dev_char_rule:
+    description:
+      - NVIDIA's udev rule that runs C(nvidia-ctk system create-dev-char-symlinks --create-all) when the driver binds
+        at boot, so a C(systemctl daemon-reload) does not cut running containers off their GPUs
+        (U(https://github.com/NVIDIA/nvidia-container-toolkit/issues/48)). With a loaded driver the C(/dev/char) links
+        are also made now. Empty leaves both alone.
+    type: path
+    default: /lib/udev/rules.d/71-nvidia-dev-char.rules
 extends_documentation_fragment:
   - gpufleet.stack.attributes
 attributes:
@@ -75,13 +83,18 @@ EXAMPLES = r"""
 
 RETURN = r"""
 configs:
-  description: Each engine's config, with whether it changed and where the old file was saved.
+  description: Each engine's config (and the udev rule, as engine C(udev)), with whether it changed and where the old file was saved.
   returned: always
   type: list
   elements: dict
   sample: [{"engine": "docker", "path": "/etc/docker/daemon.json", "changed": true, "backup": ""}]
 changed_engines:
   description: The engines whose config changed (or would), for restarting only those.
+  returned: always
+  type: list
+  elements: str
+dev_char_links:
+  description: The C(/dev/char) links made for the NVIDIA device nodes (would be, in check mode).
   returned: always
   type: list
   elements: str
@@ -96,6 +109,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
+from ansible_collections.gpufleet.stack.plugins.module_utils._dev_char import UDEV_RULE, ensure_links
 
 
 def cdi_decision(cdi, driver_paths, present):
@@ -160,6 +174,7 @@ def main():
             "cdi": {"type": "bool", "default": True},
             "cdi_spec": {"type": "path", "default": "/etc/cdi/nvidia.yaml"},
             "driver_paths": {"type": "list", "elements": "path", "default": ["/dev/nvidiactl", "/proc/driver/nvidia"]},
+            "dev_char_rule": {"type": "path", "default": "/lib/udev/rules.d/71-nvidia-dev-char.rules"},
         },
         supports_check_mode=True,
     )
@@ -177,15 +192,21 @@ def main():
         changed, backup = files.ensure(path, text, json_only(module) if engine == "docker" else None)
         configs.append({"engine": engine, "path": path, "changed": changed, "backup": backup})
     present = [path for path in p["driver_paths"] if os.path.exists(path)]
+    links = []
+    if p["dev_char_rule"]:
+        rule_changed = files.ensure(p["dev_char_rule"], UDEV_RULE.replace("/usr/bin/nvidia-ctk", p["ctk"]))[0]
+        links = ensure_links(check_mode=module.check_mode) if present else []
+        configs.append({"engine": "udev", "path": p["dev_char_rule"], "changed": rule_changed, "backup": ""})
     generate, reason = cdi_decision(p["cdi"], p["driver_paths"], present)
     cdi = {"path": p["cdi_spec"], "generated": generate, "changed": False, "reason": reason}
     if generate and ctk_present:
         cdi["changed"] = files.ensure(p["cdi_spec"], ctk_text(module, [p["ctk"], "cdi", "generate"]))[0]
-    changed_engines = [c["engine"] for c in configs if c["changed"]]
+    changed_engines = [c["engine"] for c in configs if c["changed"] and c["engine"] in p["engines"]]
     module.exit_json(
-        changed=bool(changed_engines) or cdi["changed"],
+        changed=any(c["changed"] for c in configs) or cdi["changed"] or bool(links),
         configs=configs,
         changed_engines=changed_engines,
+        dev_char_links=links,
         cdi=cdi,
         diff=files.diffs,
     )

@@ -31,9 +31,18 @@ options:
     type: bool
     default: false
   daemon_reload:
-    description: Run C(systemctl daemon-reload) first.
+    description:
+      - Run C(systemctl daemon-reload) first. Before it, the C(/dev/char) links of the NVIDIA device nodes are made
+        where missing, so the reload does not cut running containers off their GPUs (nvidia-container-toolkit#48).
     type: bool
     default: false
+  restarted:
+    description:
+      - Units to restart when active (their drop-in changed, so the running process has the old settings); a unit
+        that is not active is started instead, when O(started).
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - gpufleet.stack.attributes
 attributes:
@@ -57,13 +66,19 @@ EXAMPLES = r"""
 
 RETURN = r"""
 units:
-  description: "Each unit: C(name), C(enabled) and C(active) as read, and C(actions) taken (C(enable), C(start))."
+  description: "Each unit: C(name), C(enabled) and C(active) as read, and C(actions) taken (C(enable), C(start), C(restart))."
   returned: always
   type: list
   elements: dict
+dev_char_links:
+  description: The C(/dev/char) links made before the daemon-reload (would be, in check mode).
+  returned: always
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.stack.plugins.module_utils._dev_char import ensure_links
 
 
 def read_states(module, systemctl, units):
@@ -88,24 +103,30 @@ def main():
             "units": {"type": "list", "elements": "str", "required": True},
             "started": {"type": "bool", "default": False},
             "daemon_reload": {"type": "bool", "default": False},
+            "restarted": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )
     p = module.params
     systemctl = module.get_bin_path("systemctl", required=True)
-    if p["daemon_reload"] and not module.check_mode:
-        module.run_command([systemctl, "daemon-reload"], check_rc=True)
+    links = []
+    if p["daemon_reload"]:
+        links = ensure_links(check_mode=module.check_mode)
+        if not module.check_mode:
+            module.run_command([systemctl, "daemon-reload"], check_rc=True)
     results = []
     for unit, (enabled, active) in read_states(module, systemctl, p["units"]).items():
         if enabled == "not-found" and not module.check_mode:
             module.fail_json(msg=f"systemd has no unit {unit} (is its package installed?)", units=results)
         todo = actions(enabled, active, p["started"])
+        if unit in p["restarted"] and active == "active":
+            todo.append("restart")
         for verb in todo if not module.check_mode else []:
             rc, out, err = module.run_command([systemctl, verb, unit])
             if rc != 0:
                 module.fail_json(msg=f"systemctl {verb} {unit} failed ({rc}): {(err or out).strip()}", units=results)
         results.append({"name": unit, "enabled": enabled, "active": active, "actions": todo})
-    module.exit_json(changed=any(r["actions"] for r in results), units=results)
+    module.exit_json(changed=bool(links) or any(r["actions"] for r in results), units=results, dev_char_links=links)
 
 
 if __name__ == "__main__":
