@@ -36,6 +36,11 @@ options:
         where missing, so the reload does not cut running containers off their GPUs (nvidia-container-toolkit#48).
     type: bool
     default: false
+  start_when_exists:
+    description:
+      - With O(started), start only when this path exists, read when the module runs (the units'
+        C(ConditionPathExists), e.g. C(/dev/nvidiactl), which a driver install may just have made).
+    type: path
   restarted:
     description:
       - Units to restart when active (their drop-in changed, so the running process has the old settings); a unit
@@ -66,7 +71,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 units:
-  description: "Each unit: C(name), C(enabled) and C(active) as read, and C(actions) taken (C(enable), C(start), C(restart))."
+  description:
+    - "Each unit: C(name), C(enabled) and C(active) as read, and C(actions) taken (C(enable), C(start),
+      C(restart))."
   returned: always
   type: list
   elements: dict
@@ -76,6 +83,8 @@ dev_char_links:
   type: list
   elements: str
 """
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils._dev_char import ensure_links
@@ -104,6 +113,7 @@ def main():
             "started": {"type": "bool", "default": False},
             "daemon_reload": {"type": "bool", "default": False},
             "restarted": {"type": "list", "elements": "str", "default": []},
+            "start_when_exists": {"type": "path"},
         },
         supports_check_mode=True,
     )
@@ -115,10 +125,11 @@ def main():
         if not module.check_mode:
             module.run_command([systemctl, "daemon-reload"], check_rc=True)
     results = []
+    start = p["started"] and (not p["start_when_exists"] or os.path.exists(p["start_when_exists"]))
     for unit, (enabled, active) in read_states(module, systemctl, p["units"]).items():
         if enabled == "not-found" and not module.check_mode:
             module.fail_json(msg=f"systemd has no unit {unit} (is its package installed?)", units=results)
-        todo = actions(enabled, active, p["started"])
+        todo = actions(enabled, active, start)
         if unit in p["restarted"] and active == "active":
             todo.append("restart")
         for verb in todo if not module.check_mode else []:
