@@ -23,6 +23,7 @@ EXTRA_VAR = "gpufleet_compat_matrix_extra"
 
 ARGUMENT_SPEC = {
     "versions": {"type": "dict"},
+    "installed": {"type": "dict"},
     "expect": {"type": "dict"},
     "strict": {"type": "bool", "default": False},
     "matrix_extra": {"type": "list", "elements": "dict"},
@@ -60,7 +61,9 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        _validated, args = self.validate_argument_spec(
+            argument_spec=ARGUMENT_SPEC, mutually_exclusive=[("versions", "installed")]
+        )
         extra = args["matrix_extra"]
         if extra is None:
             extra = self._templar.template(task_vars.get(EXTRA_VAR)) or []
@@ -69,6 +72,9 @@ class ActionModule(ActionBase):
             si.check_expect(args["expect"])
             if args["versions"] is not None:
                 stack = si.from_versions(args["versions"])
+            elif args["installed"] is not None:
+                # Facts gathered on the host in this play (gpu_facts stack: true): judged here, no module run.
+                stack = si.from_installed(args["installed"])
             else:
                 facts = self._execute_module(
                     module_name="gpufleet.stack.stack_facts",

@@ -59,6 +59,17 @@ options:
       - Directory under which C(/proc/driver/nvidia) is read. For tests; leave the default on real hosts.
     type: path
     default: /
+  stack:
+    description:
+      - Also report what is installed, as M(gpufleet.stack.stack_facts) does (C(gpufleet_installed)), in the same module
+        run, so a host's facts cost one round trip (verification and C(playbooks/facts.yml) use it).
+    type: bool
+    default: false
+  python_envs:
+    description: With O(stack), the Python environments whose frameworks and NVIDIA wheels to report.
+    type: list
+    elements: path
+    default: []
   boot_root:
     description:
       - Directory under which C(/boot), C(/vmlinuz), C(/lib/modules) and C(/var/lib/dkms) are read to tell whether
@@ -120,8 +131,9 @@ ansible_facts:
           C(persistence_mode), C(compute_mode), C(utilization_gpu_pct), C(ecc), C(retired_pages), C(remapped_rows),
           C(temperature), C(power), C(clocks), C(clocks_max), C(throttle_reasons), C(pcie), C(nvlink), C(mig),
           C(compute_processes), C(processes) (C(pid), C(used_memory_mib), C(name) of each compute process) and
-          C(fabric) (C(state) not_started, in_progress or completed, and C(status), the NVML return code of the probe, on
-          Hopper and newer behind NVSwitch; null where the GPU has no fabric probe); an unsupported field is C(null).
+          C(fabric) (C(state) not_started, in_progress or completed, and C(status), the NVML return code of the
+          probe, on Hopper and newer behind NVSwitch; null where the GPU has no fabric probe); an unsupported field
+          is C(null).
         - Other keys are C(driver_state_reason), C(library_version), C(kernel_module_version), C(nvml_version),
           C(kernel_module_flavor) (open, proprietary or null), C(nouveau_loaded), C(pci_devices),
           C(nvswitch_present), C(fabricmanager_required), C(gpu_count), C(pci_gpu_count) (NVIDIA GPUs on the PCI
@@ -168,6 +180,8 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_readers import kernel_log_reader, modinfo_reader
+from ansible_collections.gpufleet.stack.plugins.module_utils._stack_gather import gather as gather_installed
+from ansible_collections.gpufleet.stack.plugins.module_utils._stack_gather import scanner_for
 
 
 def main():
@@ -180,6 +194,8 @@ def main():
             "sysfs_root": {"type": "path", "default": "/"},
             "procfs_root": {"type": "path", "default": "/"},
             "boot_root": {"type": "path", "default": "/"},
+            "stack": {"type": "bool", "default": False},
+            "python_envs": {"type": "list", "elements": "path", "default": []},
         },
         supports_check_mode=True,
     )
@@ -189,7 +205,10 @@ def main():
             "degrees Celsius; use a value between 1 and 199, e.g. 85"
         )
     facts = gather(dict(module.params, modinfo=modinfo_reader(module)), kernel_log_reader(module))
-    module.exit_json(changed=False, ansible_facts={"gpufleet_gpu": facts})
+    found = {"gpufleet_gpu": facts}
+    if module.params["stack"]:
+        found["gpufleet_installed"] = gather_installed(scanner_for(module), module.params["python_envs"])
+    module.exit_json(changed=False, ansible_facts=found)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,12 @@ options:
         is assumed (from the matrix).
       - Omit to detect the stack on the host.
     type: dict
+  installed:
+    description:
+      - What a host has, as C(ansible_facts['gpufleet_installed']) from M(gpufleet.stack.stack_facts) or
+        M(gpufleet.stack.gpu_facts) with C(stack=true) earlier in the play; judged on the controller, no module run.
+      - Mutually exclusive with O(versions).
+    type: dict
   expect:
     description:
       - Desired pins the host's findings must match, same keys as O(versions). A pin is exact (V(570.133.20)),

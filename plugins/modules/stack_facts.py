@@ -107,66 +107,8 @@ ansible_facts:
                      source: /opt/venv/lib/python3.11/site-packages/horovod-0.28.1.dist-info/METADATA}]
 """
 
-import platform
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import kernel_report
-from ansible_collections.gpufleet.stack.plugins.module_utils._stack_inputs import as_pins
-from ansible_collections.gpufleet.stack.plugins.module_utils._stack_scan import Scanner, summarise
-
-
-def gather(scanner, python_envs):
-    manager, pkgs = scanner.packages()
-    found = {
-        "driver": scanner.driver(pkgs, manager),
-        "cuda": scanner.cuda(pkgs),
-        "cudnn": scanner.library(
-            "cudnn",
-            headers=[
-                "usr/include/cudnn_version*.h",
-                "usr/include/*-linux-gnu/cudnn_version*.h",
-                "usr/local/cuda*/include/cudnn_version*.h",
-            ],
-            parser=_parse("cudnn_header"),
-            stem="libcudnn",
-            pkgs=pkgs,
-            manager=manager,
-        ),
-        "nccl": scanner.library(
-            "nccl",
-            headers=["usr/include/nccl.h", "usr/local/cuda*/include/nccl.h"],
-            parser=_parse("nccl_header"),
-            stem="libnccl",
-            pkgs=pkgs,
-            manager=manager,
-        ),
-        "fabricmanager": scanner.simple_tool("fabricmanager", "usr/bin/nv-fabricmanager", pkgs, manager),
-        "container_toolkit": scanner.simple_tool("container_toolkit", "usr/bin/nvidia-ctk", pkgs, manager),
-        "frameworks": {},
-        "package_manager": manager,
-    }
-    for env in python_envs:
-        frameworks, wheels = scanner.python_env(env)
-        for name, entry in frameworks.items():
-            found["frameworks"].setdefault(name, []).append(entry)
-        for lib in ("cudnn", "nccl"):
-            if lib in wheels:
-                # A wheel serves only its environment: keep system findings first, list the wheel after.
-                findings = found[lib]["findings"] + [dict(wheels[lib], env=env, scope="wheel")]
-                system = found[lib] if found[lib]["present"] else None
-                found[lib] = summarise(findings) if system is None else dict(system, findings=findings)
-    userspace = found["driver"]["package_version"] or found["driver"]["library_version"]
-    found["kernels"] = kernel_report(
-        scanner.root, platform.release() if scanner.root in ("", "/") else None, userspace, scanner.modinfo
-    )
-    found["stack"] = as_pins(found)
-    return found
-
-
-def _parse(name):
-    from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_parse
-
-    return getattr(_stack_parse, name)
+from ansible_collections.gpufleet.stack.plugins.module_utils._stack_gather import gather, scanner_for
 
 
 def main():
@@ -177,8 +119,7 @@ def main():
         },
         supports_check_mode=True,
     )
-    scanner = Scanner(root=module.params["root"], run=lambda argv: module.run_command(argv, check_rc=False))
-    installed = gather(scanner, module.params["python_envs"])
+    installed = gather(scanner_for(module, module.params["root"]), module.params["python_envs"])
     module.exit_json(changed=False, ansible_facts={"gpufleet_installed": installed})
 
 
