@@ -83,7 +83,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 configs:
-  description: Each engine's config (and the udev rule, as engine C(udev)), with whether it changed and where the old file was saved.
+  description:
+    - Each engine's config (and the udev rule, as engine C(udev)), with whether it changed and where the old file was
+      saved.
   returned: always
   type: list
   elements: dict

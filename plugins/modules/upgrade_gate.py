@@ -13,9 +13,9 @@ description:
   - Reads the node as M(gpufleet.stack.gpu_facts) does (NVML, the PCI bus, the kernel log, the next kernel), Fabric
     Manager's unit and journal, and the CDI spec, and checks, in order, C(module) (the loaded driver is
     O(driver_version)), C(gpus) (NVML's GPU count equals the PCI bus' and O(expected_gpus)), C(fabric) (on NVSwitch
-    systems Fabric Manager is active and the fabric trained, by NVML's fabric state on Hopper and newer and by Fabric Manager's
-    "configured" line on A100), C(persistence), C(health) (no critical finding), C(xid) (no Xid line that was not in
-    O(xid_baseline)) and C(cdi) (the spec names the loaded driver).
+    systems Fabric Manager is active and the fabric trained, by NVML's fabric state on Hopper and newer and by
+    Fabric Manager's "configured" line on A100), C(persistence), C(health) (no critical finding), C(xid) (no Xid
+    line that was not in O(xid_baseline)) and C(cdi) (the spec names the loaded driver).
   - Looks again every O(poll_interval) seconds for up to O(timeout) seconds, since Fabric Manager trains the fabric and
     the daemons start for a while after a driver change or a reboot. Fails with C(failed/<gate>) and the reason of the
     first gate that did not pass, and the caller keeps the node drained.

@@ -1,8 +1,16 @@
-"""Rolling upgrades of the sandbox fleet with playbooks/upgrade.yml, against real Slurm (Debian's slurm-wlm).
+"""Rolling upgrades of a live sandbox cluster with playbooks/upgrade.yml, against real Slurm (Debian's slurm-wlm).
 
-Runs after converge (site.yml at driver 570.133.20) and idempotence. The tests run in file order, each starting
-from the state the previous one left: upgrade the fleet, inject a failing package on one node, fix it and
-converge, refuse a busy GPU, roll one node back, and let site.yml's verification name the node that differs.
+Runs after converge (site.yml at driver 570.133.20, gres.conf on every node, Gres=gpu:a100:8 on the controller) and
+idempotence. The tests run in file order, each starting from the state the previous one left: upgrade the fleet in
+canary batches while a GPU job runs, inject a failing package, fix it and converge, block a node with a stray GPU
+process, lose a GPU from NVML, refuse a reboot into a kernel without the module, roll one node back, and let
+site.yml's verification name the node that differs.
+
+What runs for real: Slurm (drain, the job's life, slurmd registration, gres.conf validation, Gres counts), apt and
+dpkg with NVIDIA's package graph, systemd units with their drop-ins, the stand-in daemons' journals. Through the
+NVML simulator: the GPUs, their processes (a job registers its pid per GPU; sandbox/slurm/gpu-job), a GPU missing from
+NVML, the loaded module's version. Containers cannot reboot: the reboot step is exercised up to the kernel guard
+(refused) and the "reboot required" stop; the reboot itself and the post-reboot CDI regeneration are not.
 """
 
 import json
@@ -87,6 +95,42 @@ def slurm_node(name):
     return fields["State"], reason
 
 
+def gres(name):
+    out = node(CONTROLLER, f"scontrol show node {name} --oneliner")
+    return next(f.split("=", 1)[1] for f in out.split() if f.startswith("Gres="))
+
+
+def state_file(name):
+    return json.loads(node(name, "cat /var/lib/gpufleet/upgrade-state.json"))
+
+
+def cdi_driver(name):
+    """The driver version the node's CDI spec was generated for (its hook's --host-driver-version)."""
+    spec = node(name, "cat /etc/cdi/nvidia.yaml")
+    return spec.split("--host-driver-version=", 1)[1].split()[0]
+
+
+def edit_profile(name, code):
+    """Change the node's simulated GPUs: code runs with `p`, the profile (sandbox/nvml-sim/README.md)."""
+    path = "/etc/gpufleet/nvml-sim/profile.json"
+    script = f"import json; p = json.load(open('{path}')); {code}; json.dump(p, open('{path}', 'w'))"
+    node(name, f'python3 -c "{script}"')
+
+
+def batches(out):
+    """The hosts of each batch of the rolling play, in order (Ansible prints the play once per batch)."""
+    parts = out.split("PLAY [Roll the upgrade in batches]")[1:]
+    found = []
+    for part in parts:
+        hosts = []
+        for line in part.split("PLAY [", 1)[0].splitlines():
+            for name in NODES:
+                if f"[{name}]" in line and name not in hosts:
+                    hosts.append(name)
+        found.append(hosts)
+    return found
+
+
 class DrainWatch(threading.Thread):
     """Polls sinfo on the controller while a rollout runs: the most nodes drained at once, and which."""
 
@@ -116,23 +160,48 @@ def test_converge_built_every_node_at_the_first_driver():
     for name in NODES:
         assert_at(name, "570.133.20")
         assert slurm_node(name)[0] == "IDLE"
+        # The scheduler sees the GPUs NVML counts: gres.conf from slurm_gres, the node line from its fact.
+        assert gres(name) == "gpu:a100:8"
+        assert cdi_driver(name) == "570.133.20"
+        # nvidia-persistenced runs with persistence mode (the role's drop-in; the packaged unit says no), and
+        # Fabric Manager is active: the driver's devices exist once its module package is in.
+        assert "--persistence-mode" in node(name, "ps -o args= -C nvidia-persistenced || pgrep -af persistence")
+        assert node(name, "systemctl is-active nvidia-fabricmanager nvidia-persistenced").split() == ["active"] * 2
+        assert node(name, "readlink /dev/char/195:0").strip() == "../nvidia0"
 
 
-def test_rolling_upgrade_drains_at_most_one_batch_and_resumes_every_node(tmp_path):
+def test_a_live_rollout_drains_waits_for_the_job_and_gives_every_node_back(tmp_path):
+    """A GPU job runs on fleet-gpu-1 when the rollout starts: the node drains (no new jobs), the job ends, the node
+    upgrades and comes back with its GPUs. Canary batches [1, 2]: 1, 2, then the 1 left."""
+    job = node(CONTROLLER, "sbatch --parsable -w fleet-gpu-1 --gres=gpu:8 -o /dev/null --wrap 'gpufleet-gpu-job 25'")
+    job = job.strip()
+    for _ in range(30):
+        if node(CONTROLLER, f"squeue -h -j {job} -o %T").strip() == "RUNNING":
+            break
+        time.sleep(1)
+    time.sleep(1)
+    procs = node("fleet-gpu-1", "ls /run/gpufleet/nvml-sim/processes/*/ | grep -c '^[0-9]'", check=False).strip()
+    assert procs == "8", "the job holds a simulated CUDA context on each of its 8 GPUs"
     watch = DrainWatch()
     watch.start()
     try:
-        proc = upgrade(tmp_path, "570.172.08", "-e", "gpufleet_upgrade_serial=2")
+        proc = upgrade(tmp_path, "570.172.08", "-e", '{"gpufleet_upgrade_serial": [1, 2]}')
     finally:
         watch.stop.set()
         watch.join()
     assert proc.returncode == 0, proc.stdout[-6000:]
     print(f"most nodes drained at once: {watch.max_drained}; drained at some point: {sorted(watch.seen)}")
-    assert watch.max_drained <= 2, f"{watch.max_drained} nodes drained at once with serial=2"
+    assert [len(b) for b in batches(proc.stdout)] == [1, 2, 1], batches(proc.stdout)
+    assert watch.max_drained <= 2, f"{watch.max_drained} nodes drained at once with serial [1, 2]"
     assert watch.seen == set(NODES), "every node is drained for its upgrade"
+    assert "JobState=COMPLETED" in node(CONTROLLER, f"scontrol show job {job}")
+    record = json.loads(node("fleet-gpu-1", "cat /var/lib/gpufleet/stack-history.json"))[-1]
+    assert record["status"] == "done"
     for name in NODES:
         assert_at(name, "570.172.08")
         assert slurm_node(name) == ("IDLE", ""), slurm_node(name)
+        assert gres(name) == "gpu:a100:8"
+        assert cdi_driver(name) == "570.172.08", "the CDI spec names the new driver"
         history = json.loads(node(name, "cat /var/lib/gpufleet/stack-history.json"))
         assert history[-1]["status"] == "done"
         assert history[-1]["from"]["driver"] == "570.133.20" and history[-1]["to"]["driver"] == "570.172.08"
@@ -147,7 +216,7 @@ def test_a_failing_package_stops_the_rollout_and_leaves_that_node_drained(tmp_pa
     assert proc.returncode != 0
     # ansible-core 2.19 prints a failed task's message on stderr; the YAML callback folds it across lines.
     out = " ".join((proc.stdout + proc.stderr).split())
-    assert "fleet-gpu-2: upgrade failed at step install" in out and "rerun this playbook" in out, out[-6000:]
+    assert "fleet-gpu-2: upgrade failed/install at step install" in out and "rerun this playbook" in out, out[-6000:]
     # Batch 1 (gpu-1) went down to 570.133.20; batch 2 (gpu-2) failed; batches 3 and 4 never started.
     assert_at("fleet-gpu-1", "570.133.20")
     for name in ("fleet-gpu-3", "fleet-gpu-4"):
@@ -156,8 +225,8 @@ def test_a_failing_package_stops_the_rollout_and_leaves_that_node_drained(tmp_pa
         assert node(name, "stat -c %Y /var/lib/gpufleet/upgrade-state.json") == before[name], "untouched"
     state, reason = slurm_node("fleet-gpu-2")
     assert "DRAIN" in state and reason.startswith("gpufleet: upgrade failed at install"), (state, reason)
-    recorded = json.loads(node("fleet-gpu-2", "cat /var/lib/gpufleet/upgrade-state.json"))
-    assert (recorded["status"], recorded["step"], recorded["from"]["driver"]) == ("failed", "install", "570.172.08")
+    recorded = state_file("fleet-gpu-2")
+    assert (recorded["outcome"], recorded["from"]["driver"]) == ("failed/install", "570.172.08")
     assert packages("fleet-gpu-2")["libnvidia-ml1"][1] == "hold"  # nothing released
 
 
@@ -170,43 +239,107 @@ def test_rerun_after_the_fix_resumes_and_the_fleet_converges(tmp_path):
         assert slurm_node(name) == ("IDLE", "")
 
 
-def test_a_busy_gpu_blocks_its_node(tmp_path):
-    profile = "/etc/gpufleet/nvml-sim/profile.json"
-    node(
-        "fleet-gpu-3",
-        f"cp {profile} /root/profile.idle && python3 -c \"import json; p=json.load(open('{profile}')); "
-        f"p['gpus'][5]['processes']=[{{'pid': 4242, 'name': 'python3', 'used_memory_mib': 30000}}]; "
-        f"json.dump(p, open('{profile}', 'w'))\"",
-    )
+def test_a_stray_gpu_process_blocks_its_node(tmp_path):
+    """A process on GPU 5 that no Slurm job owns (started by hand, outside Slurm): after the drain the node is refused
+    and stays drained with the process in its reason. Default (stop): the rollout ends there. continue: the next node
+    is upgraded all the same."""
+    node("fleet-gpu-3", "CUDA_VISIBLE_DEVICES=5 setsid nohup gpufleet-gpu-job 900 stray.py >/dev/null 2>&1 & sleep 1")
     try:
         proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-3")
+        assert proc.returncode != 0
+        out = " ".join((proc.stdout + proc.stderr).split())
+        assert "GPU processes that no Slurm job owns: pid" in out, out[-4000:]
+        assert "(stray.py, 30000 MiB) on GPU 5" in out, out[-4000:]
+        state, reason = slurm_node("fleet-gpu-3")
+        assert "DRAIN" in state and reason.startswith("gpufleet: blocked: GPU processes that no Slurm job owns: pid")
+        assert state_file("fleet-gpu-3")["outcome"] == "blocked/drain"
+        assert_at("fleet-gpu-3", "570.133.20")  # nothing installed under the stray
+
+        proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-3,fleet-gpu-4", "-e", "gpufleet_upgrade_serial=1",
+                       "-e", "gpufleet_upgrade_on_blocked=continue")  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-6000:]
+        assert state_file("fleet-gpu-3")["outcome"] == "blocked/drain"
+        assert "DRAIN" in slurm_node("fleet-gpu-3")[0]
+        assert_at("fleet-gpu-4", "570.172.08")  # the rollout went on
+        assert slurm_node("fleet-gpu-4") == ("IDLE", "")
     finally:
-        node("fleet-gpu-3", f"mv /root/profile.idle {profile}")
-    assert proc.returncode != 0
-    assert "compute process" in proc.stdout and "fleet-gpu-3" in proc.stdout, proc.stdout[-6000:]
-    assert_at("fleet-gpu-3", "570.133.20")
-    assert slurm_node("fleet-gpu-3")[0] == "IDLE"  # refused before the drain
+        node("fleet-gpu-3", "pkill -f 'sleep 900' || true")
+    # The stray gone, a rerun finishes the node it blocked.
+    proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-3")
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert_at("fleet-gpu-3", "570.172.08")
+    assert slurm_node("fleet-gpu-3") == ("IDLE", "")
+
+
+def test_a_gpu_missing_from_nvml_keeps_the_node_drained(tmp_path):
+    """After the upgrade NVML enumerates 7 of the 8 GPUs on the PCI bus: the gate keeps the node drained, failed/gpus;
+    gres.conf is not shrunk to 7 (Slurm would drain the node for its own reason)."""
+    edit_profile("fleet-gpu-2", "p['gpus'][7]['nvml_visible'] = False")
+    try:
+        proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-2")
+        assert proc.returncode != 0
+        state, reason = slurm_node("fleet-gpu-2")
+        assert "DRAIN" in state and "7 of 8 GPUs" in reason, (state, reason)
+        assert state_file("fleet-gpu-2")["outcome"] == "failed/gpus"
+        assert node("fleet-gpu-2", "grep -c File= /etc/slurm/gres.conf").strip() == "8"
+    finally:
+        edit_profile("fleet-gpu-2", "p['gpus'][7].pop('nvml_visible', None)")
+    proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-2")
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert slurm_node("fleet-gpu-2") == ("IDLE", "")
+    assert gres("fleet-gpu-2") == "gpu:a100:8"
+
+
+def test_no_reboot_into_a_kernel_without_the_module(tmp_path):
+    """fleet-gpu-1 runs driver 570.133.20's module (the simulator's loaded module) when 570.172.08 is installed, so a
+    reboot is needed; its next kernel came without headers, so DKMS built nothing for it. Without
+    gpufleet_upgrade_reboot_ok the node waits as reboot-required; with it the reboot is refused, naming the kernel."""
+    kernel = "6.1.0-99-amd64"
+    node("fleet-gpu-1", f"touch /boot/vmlinuz-{kernel} && mkdir -p /lib/modules/{kernel}/kernel")
+    edit_profile("fleet-gpu-1", "p['host']['kernel_module_version'] = '570.133.20'")
+    try:
+        proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-1")
+        assert proc.returncode != 0
+        state, reason = slurm_node("fleet-gpu-1")
+        assert "DRAIN" in state and reason.startswith("gpufleet: reboot required"), (state, reason)
+        assert state_file("fleet-gpu-1")["outcome"] == "reboot-required/reboot"
+
+        proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-1", "-e", "gpufleet_upgrade_reboot_ok=true")
+        assert proc.returncode != 0
+        out = " ".join((proc.stdout + proc.stderr).split())
+        assert f"did not reboot: the kernel that boots next ({kernel}" in out, out[-4000:]
+        state, reason = slurm_node("fleet-gpu-1")
+        assert "DRAIN" in state and f"the kernel that boots next ({kernel}" in reason, (state, reason)
+        assert state_file("fleet-gpu-1")["outcome"] == "failed/reboot"
+    finally:
+        edit_profile("fleet-gpu-1", "p['host'].pop('kernel_module_version', None)")
+        node("fleet-gpu-1", f"rm -rf /boot/vmlinuz-{kernel} /lib/modules/{kernel}")
+    # "Rebooted" (the loaded module follows the library again): a rerun finishes the node.
+    proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-1")
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert_at("fleet-gpu-1", "570.172.08")
+    assert slurm_node("fleet-gpu-1") == ("IDLE", "")
 
 
 def test_rollback_returns_a_node_to_its_recorded_stack(tmp_path):
-    proc = upgrade(tmp_path, "570.133.20", "--limit", "fleet-gpu-4", "-e", "gpufleet_upgrade_mode=rollback")
+    proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-4", "-e", "gpufleet_upgrade_mode=rollback")
     assert proc.returncode == 0, proc.stdout[-6000:]
-    assert_at("fleet-gpu-4", "570.172.08")  # back to what it had before its last upgrade
+    assert_at("fleet-gpu-4", "570.133.20")  # back to what it had before its last upgrade
     assert slurm_node("fleet-gpu-4") == ("IDLE", "")
 
 
 def test_site_names_a_host_that_fails_verification(tmp_path):
-    """site.yml's verification alone (--tags verify) on the fleet as the rollback left it: fleet-gpu-4 has 570.172.08
-    while every node should have 570.133.20. That host fails, named with the reason in the output and the report;
+    """site.yml's verification alone (--tags verify) on the fleet as the rollback left it: fleet-gpu-4 has 570.133.20
+    while every node should have 570.172.08. That host fails, named with the reason in the output and the report;
     the others pass; nothing is installed."""
-    proc = upgrade(tmp_path, "570.133.20", "--tags", "verify", playbook="site.yml")
+    proc = upgrade(tmp_path, "570.172.08", "--tags", "verify", playbook="site.yml")
     assert proc.returncode != 0
     out = " ".join((proc.stdout + proc.stderr).split())
-    reason = "desired driver 570.133.20, host has 570.172.08"
+    reason = "desired driver 570.172.08, host has 570.133.20"
     assert "fleet-gpu-4 failed verification:" in out and reason in out, out[-6000:]
     for name in NODES[:3]:
         assert f"{name} failed verification" not in out
     rows = json.loads((tmp_path / "report" / "fleet-report.json").read_text())["rows"]
     failed = {r["host"]: d for r in rows for d in r["drift"] if d.startswith("verification failed:")}
     assert list(failed) == ["fleet-gpu-4"] and reason in failed["fleet-gpu-4"], failed
-    assert_at("fleet-gpu-4", "570.172.08")  # verification changed nothing
+    assert_at("fleet-gpu-4", "570.133.20")  # verification changed nothing
