@@ -32,7 +32,7 @@ NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
 
 
-def _read(path):
+def read_text(path):
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             return handle.read()
@@ -65,11 +65,11 @@ def library_version_from_path(path):
 
 def read_kernel_module(sysfs_root="/", procfs_root="/"):
     """What the running kernel says about the nvidia module, without touching any device node."""
-    proc_text = _read(_under(procfs_root, "/proc/driver/nvidia/version"))
+    proc_text = read_text(_under(procfs_root, "/proc/driver/nvidia/version"))
     sys_module = os.path.isdir(_under(sysfs_root, "/sys/module/nvidia"))
     version, flavor = parse_nvrm_version(proc_text)
     if version is None and sys_module:
-        version = (_read(_under(sysfs_root, "/sys/module/nvidia/version")) or "").strip() or None
+        version = (read_text(_under(sysfs_root, "/sys/module/nvidia/version")) or "").strip() or None
     return {
         "loaded": bool(sys_module or proc_text is not None),
         "version": version,
@@ -80,7 +80,7 @@ def read_kernel_module(sysfs_root="/", procfs_root="/"):
 
 def read_machine(sysfs_root="/"):
     """The DMI product name (GFD's nvidia.com/gpu.machine), or None."""
-    return (_read(_under(sysfs_root, "/sys/class/dmi/id/product_name")) or "").strip() or None
+    return (read_text(_under(sysfs_root, "/sys/class/dmi/id/product_name")) or "").strip() or None
 
 
 def pci_device(bus_id, vendor, device, pci_class, driver=None):
@@ -107,13 +107,13 @@ def read_pci_devices(sysfs_root="/"):
     found = []
     for bus_id in entries:
         path = os.path.join(base, bus_id)
-        vendor = (_read(os.path.join(path, "vendor")) or "").strip().lower()
+        vendor = (read_text(os.path.join(path, "vendor")) or "").strip().lower()
         if vendor != NVIDIA_PCI_VENDOR:
             continue
         driver_link = os.path.join(path, "driver")
         driver = os.path.basename(os.readlink(driver_link)) if os.path.islink(driver_link) else None
-        device = (_read(os.path.join(path, "device")) or "").strip().lower() or None
-        found.append(pci_device(bus_id, vendor, device, (_read(os.path.join(path, "class")) or "").strip(), driver))
+        device = (read_text(os.path.join(path, "device")) or "").strip().lower() or None
+        found.append(pci_device(bus_id, vendor, device, (read_text(os.path.join(path, "class")) or "").strip(), driver))
     return found
 
 

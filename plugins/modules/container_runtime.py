@@ -202,7 +202,16 @@ def main():
     generate, reason = cdi_decision(p["cdi"], p["driver_paths"], present)
     cdi = {"path": p["cdi_spec"], "generated": generate, "changed": False, "reason": reason}
     if generate and ctk_present:
-        cdi["changed"] = files.ensure(p["cdi_spec"], ctk_text(module, [p["ctk"], "cdi", "generate"]))[0]
+        rc, out, err = module.run_command([p["ctk"], "cdi", "generate"])
+        if rc == 0:
+            cdi["changed"] = files.ensure(p["cdi_spec"], out.rstrip("\r\n") + "\n")[0]
+        elif "failed to initialize NVML" in err + out:
+            # The module loaded is not the installed driver's (an upgrade before its reboot: "Driver/library version
+            # mismatch"), or NVML is otherwise unusable now: the spec follows once the driver is (the upgrade
+            # playbook regenerates it after the reboot, and its readiness gate checks the spec's driver version).
+            cdi.update(generated=False, reason=f"nvidia-ctk cdi generate could not use the driver now: {err.strip()}")
+        else:
+            module.fail_json(msg=f"{p['ctk']} cdi generate failed ({rc}): {(err or out).strip()}", rc=rc)
     changed_engines = [c["engine"] for c in configs if c["changed"] and c["engine"] in p["engines"]]
     module.exit_json(
         changed=any(c["changed"] for c in configs) or cdi["changed"] or bool(links),

@@ -90,14 +90,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils import _slurm_gres as sg
 from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
-
-
-def read_text(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read().strip()
-    except OSError:
-        return None
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_text
 
 
 def cpu_topology(root):
@@ -107,8 +100,8 @@ def cpu_topology(root):
     for name in os.listdir(base) if os.path.isdir(base) else []:
         if not (name.startswith("cpu") and name[3:].isdigit()):
             continue
-        package = read_text(os.path.join(base, name, "topology/physical_package_id"))
-        core = read_text(os.path.join(base, name, "topology/core_id"))
+        package = (read_text(os.path.join(base, name, "topology/physical_package_id")) or "").strip() or None
+        core = (read_text(os.path.join(base, name, "topology/core_id")) or "").strip() or None
         if package is not None and core is not None:
             topology[int(name[3:])] = (int(package), int(core))
     return topology

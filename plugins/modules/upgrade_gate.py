@@ -107,15 +107,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gate
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_text
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_readers import kernel_log_reader, modinfo_reader
-
-
-def read_text(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return None
 
 
 def fabricmanager(module, unit, log_path):

@@ -165,7 +165,8 @@ def test_converge_built_every_node_at_the_first_driver():
         assert cdi_driver(name) == "570.133.20"
         # nvidia-persistenced runs with persistence mode (the role's drop-in; the packaged unit says no), and
         # Fabric Manager is active: the driver's devices exist once its module package is in.
-        assert "--persistence-mode" in node(name, "ps -o args= -C nvidia-persistenced || pgrep -af persistence")
+        assert "--persistence-mode" in node(name, "systemctl show -p ExecStart nvidia-persistenced")
+        assert node(name, "cat /run/nvidia-persistenced/gpufleet-nvml-sim-persistence").strip() == "1"
         assert node(name, "systemctl is-active nvidia-fabricmanager nvidia-persistenced").split() == ["active"] * 2
         assert node(name, "readlink /dev/char/195:0").strip() == "../nvidia0"
 
@@ -243,7 +244,9 @@ def test_a_stray_gpu_process_blocks_its_node(tmp_path):
     """A process on GPU 5 that no Slurm job owns (started by hand, outside Slurm): after the drain the node is refused
     and stays drained with the process in its reason. Default (stop): the rollout ends there. continue: the next node
     is upgraded all the same."""
-    node("fleet-gpu-3", "CUDA_VISIBLE_DEVICES=5 setsid nohup gpufleet-gpu-job 900 stray.py >/dev/null 2>&1 & sleep 1")
+    stray = "CUDA_VISIBLE_DEVICES=5 setsid nohup gpufleet-gpu-job 900 stray.py >/dev/null 2>&1 &"
+    stray += " echo $! > /root/stray.pid"
+    node("fleet-gpu-3", f"{stray}; sleep 1")
     try:
         proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-3")
         assert proc.returncode != 0
@@ -263,7 +266,7 @@ def test_a_stray_gpu_process_blocks_its_node(tmp_path):
         assert_at("fleet-gpu-4", "570.172.08")  # the rollout went on
         assert slurm_node("fleet-gpu-4") == ("IDLE", "")
     finally:
-        node("fleet-gpu-3", "pkill -f 'sleep 900' || true")
+        node("fleet-gpu-3", "kill $(cat /root/stray.pid) || true")
     # The stray gone, a rerun finishes the node it blocked.
     proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-3")
     assert proc.returncode == 0, proc.stdout[-6000:]

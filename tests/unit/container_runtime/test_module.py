@@ -15,6 +15,10 @@ FAKE_CTK = r"""#!/usr/bin/env python3
 import json, os, sys
 args = sys.argv[1:]
 if args[:2] == ["cdi", "generate"]:
+    if os.environ.get("CTK_MISMATCH"):
+        print("ERRO[0000] failed to generate CDI spec: failed to initialize NVML: Driver/library version mismatch",
+              file=sys.stderr)
+        sys.exit(1)
     print("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all")
     sys.exit(0)
 opts = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
@@ -50,6 +54,7 @@ def host(tmp_path):
         "ctk": str(ctk),
         "cdi_spec": str(tmp_path / "etc/cdi/nvidia.yaml"),
         "driver_paths": [str(tmp_path / "dev/nvidiactl"), str(tmp_path / "proc/driver/nvidia")],
+        "dev_char_rule": str(tmp_path / "rules.d/71-nvidia-dev-char.rules"),
     }
     return tmp_path, docker, args
 
@@ -95,6 +100,20 @@ def test_the_cdi_spec_only_with_a_loaded_driver(run_module, host):
     assert (rc, result["changed"]) == (0, False)
     rc, result = run_module("gpufleet.stack.container_runtime", {**args, "cdi": False})
     assert result["cdi"] == {**result["cdi"], "generated": False, "reason": "container_toolkit_cdi is false"}
+
+
+def test_a_driver_waiting_for_its_reboot_skips_the_cdi_spec_and_the_udev_rule_is_written(run_module, host, ansible_env):
+    """Packages upgraded, old module loaded: nvidia-ctk cannot initialise NVML, so no spec now (the upgrade makes it
+    after the reboot); everything else of the run still happens."""
+    tmp_path, _docker, args = host
+    (tmp_path / "proc/driver/nvidia").mkdir(parents=True)
+    ansible_env["CTK_MISMATCH"] = "1"
+    rc, result = run_module("gpufleet.stack.container_runtime", args)
+    assert rc == 0, result
+    assert result["cdi"]["generated"] is False and "Driver/library version mismatch" in result["cdi"]["reason"]
+    rule = (tmp_path / "rules.d/71-nvidia-dev-char.rules").read_text()
+    assert 'RUN+="' + args["ctk"] + ' system create-dev-char-symlinks --create-all"' in rule
+    assert result["changed_engines"] == ["docker", "containerd"]  # the udev rule is no engine to restart
 
 
 def test_without_nvidia_ctk_check_mode_predicts_and_a_run_refuses(run_module, host):

@@ -92,6 +92,10 @@ def check(name, value, playbook="facts", **more):
         ("gpufleet_upgrade_max_fail_percentage", 101, ["out of range (0 to 100)"]),
         ("gpufleet_upgrade_drain_timeout", "soon", ["not a whole number"]),
         ("gpufleet_upgrade_reboot_ok", "ture", ["not a boolean", "use true or false"]),
+        ("gpufleet_upgrade_on_blocked", "skip", ['"skip": not one of the choices', '"continue" (it is skipped']),
+        ("gpufleet_expected_gpus", -1, ["out of range", "the GPUs each node of the group has"]),
+        ("gpufleet_slurm_gres", "yes please", ["not a boolean"]),
+        ("node_drain_on_timeout", "wait", ['"wait": not one of the choices']),  # from the role's argument_specs
         ("gpufleet_nvidia_repo_url", "http://m.example.org/a b", ["whitespace"]),
         ("gpufleet_nvidia_repo_url", "mirror.example.org", ["scheme must be http, https or file"]),
         ("gpufleet_nvidia_repo_url", "https://u:hunter2@m.example.org/\n", ["u:***@", "control character"]),
