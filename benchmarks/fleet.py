@@ -85,9 +85,16 @@ CONTROLLER_ACTIONS = {
 
 
 def ran_on_host(row):
-    """A task_timer row of a task that ran (not skipped) as a module on the host itself."""
+    """A task_timer row of a task that ran (not skipped) as a module on the host itself. stack_assert runs stack_facts
+    on the host unless it is given the versions or the installed facts (then it judges on the controller)."""
     action = row.get("action", "").rsplit(".", 1)[-1]
-    return not row.get("delegated") and action not in CONTROLLER_ACTIONS and row["status"] in ("ok", "failed")
+    judged_here = action == "stack_assert" and {"versions", "installed"} & set(row.get("args", []))
+    return (
+        not row.get("delegated")
+        and action not in CONTROLLER_ACTIONS
+        and not judged_here
+        and row["status"] in ("ok", "failed")
+    )
 
 
 def host_side_runs(times_file):

@@ -44,6 +44,8 @@ class CallbackModule(CallbackBase):
                         "task": result._task.get_name(),
                         "action": result._task.action,
                         "delegated": bool(result._task.delegate_to),
+                        # The arguments given: stack_assert with versions or installed runs no module on the host.
+                        "args": sorted(result._task.args),
                         "status": status,
                         # A loop runs its module once per item: the items that ran, not the one task.
                         "runs": sum(not r.get("skipped") for r in result._result["results"])
