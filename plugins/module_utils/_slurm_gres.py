@@ -37,7 +37,7 @@ def parse_cpulist(text):
     for part in (text or "").strip().split(","):
         if not part:
             continue
-        low, _, high = part.partition("-")
+        low, _dash, high = part.partition("-")
         cpus.extend(range(int(low), int(high or low) + 1))
     return cpus
 
@@ -45,7 +45,7 @@ def parse_cpulist(text):
 def core_index(topology):
     """{cpu: Slurm's core index}: cores numbered in (socket, core id) order, every hardware thread of a core mapped to
     its core. topology: {cpu: (physical_package_id, core_id)} from /sys/devices/system/cpu/cpu*/topology."""
-    cores = sorted({pair for pair in topology.values()})
+    cores = sorted(set(topology.values()))
     number = {pair: i for i, pair in enumerate(cores)}
     return {cpu: number[pair] for cpu, pair in topology.items()}
 

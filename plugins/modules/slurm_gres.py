@@ -57,6 +57,7 @@ requirements:
   - pynvml (PyPI C(nvidia-ml-py)) on the managed host; the M(gpufleet.stack.pynvml) role installs it.
 seealso:
   - name: gres.conf(5)
+    description: Name, Type, File, Cores and AutoDetect.
     link: https://slurm.schedmd.com/gres.conf.html
 """
 

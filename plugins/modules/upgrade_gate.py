@@ -70,6 +70,7 @@ seealso:
   - module: gpufleet.stack.gpu_facts
   - module: gpufleet.stack.slurm_node
   - name: Fabric Manager user guide
+    description: Fabric Manager's role on NVSwitch systems and CUDA's error 802 before it has initialised them.
     link: https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html
 """
 

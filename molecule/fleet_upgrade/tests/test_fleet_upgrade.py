@@ -176,7 +176,7 @@ def test_a_live_rollout_drains_waits_for_the_job_and_gives_every_node_back(tmp_p
     upgrades and comes back with its GPUs. Canary batches [1, 2]: 1, 2, then the 1 left."""
     job = node(CONTROLLER, "sbatch --parsable -w fleet-gpu-1 --gres=gpu:8 -o /dev/null --wrap 'gpufleet-gpu-job 25'")
     job = job.strip()
-    for _ in range(30):
+    for _attempt in range(30):
         if node(CONTROLLER, f"squeue -h -j {job} -o %T").strip() == "RUNNING":
             break
         time.sleep(1)

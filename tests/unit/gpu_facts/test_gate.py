@@ -8,7 +8,10 @@ import sys
 import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gate as g
 
-from .test_simulator import REPLAY, SIM, pytestmark, run_replay  # noqa: F401  # same skips as the simulator tests
+from . import test_simulator
+from .test_simulator import SIM, run_replay
+
+pytestmark = test_simulator.pytestmark  # the simulator tests' skips (no compiler: no simulator)
 
 MODULE = "ansible_collections.gpufleet.stack.plugins.modules.upgrade_gate"
 SPEC_OLD = "  - --host-driver-version=570.133.20\n  - containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.570.133.20\n"

@@ -7,7 +7,10 @@ import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils import _drain as dr
 from ansible_collections.gpufleet.stack.plugins.module_utils import _slurm_gres as sg
 
-from .test_simulator import SIM, pytestmark, run_replay  # noqa: F401  # the simulator tests' skips
+from . import test_simulator
+from .test_simulator import SIM, run_replay
+
+pytestmark = test_simulator.pytestmark  # the simulator tests' skips (no compiler: no simulator)
 
 MODULE = "ansible_collections.gpufleet.stack.plugins.modules.slurm_gres"
 

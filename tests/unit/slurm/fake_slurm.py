@@ -1,8 +1,8 @@
-#!/usr/bin/env python3
 """A stand-in for scontrol and squeue (one script, by its name) over a JSON state file, printing what Slurm 22.05
 prints (tests/unit/slurm/fixtures are the recorded originals). State file: $FAKE_SLURM_STATE, with
 {"name", "flags", "reason", "by", "gres", "jobs": [{"id", "user", "name", "until"}], "invalid": bool, "calls": []}.
-A job runs until its "until" (epoch seconds); scontrol update records each call."""
+A job runs until its "until" (epoch seconds); scontrol update records each call. Run as `python3 fake_slurm.py TOOL
+ARGS...` (the test puts scontrol and squeue wrappers on PATH)."""
 
 import json
 import os
@@ -91,4 +91,4 @@ def main(tool, args):
 
 
 if __name__ == "__main__":
-    sys.exit(main(os.path.basename(sys.argv[0]), sys.argv[1:]))
+    sys.exit(main(sys.argv[1], sys.argv[2:]))

@@ -2,6 +2,7 @@
 and gpufleet.stack.slurm_node through Ansible against a stand-in scontrol/squeue that prints the same format."""
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -90,7 +91,8 @@ def cluster(tmp_path, ansible_env, run_module):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("scontrol", "squeue"):
-        (bin_dir / tool).symlink_to(FAKE)
+        (bin_dir / tool).write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} {tool} "$@"\n')
+        (bin_dir / tool).chmod(0o755)
     state = tmp_path / "slurm.json"
     ansible_env["PATH"] = f"{bin_dir}:{ansible_env['PATH']}"
     ansible_env["FAKE_SLURM_STATE"] = str(state)
