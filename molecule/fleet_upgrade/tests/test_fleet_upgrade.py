@@ -274,6 +274,28 @@ def test_a_stray_gpu_process_blocks_its_node(tmp_path):
     assert slurm_node("fleet-gpu-3") == ("IDLE", "")
 
 
+def test_a_job_that_outlives_the_drain_timeout_skips_its_node(tmp_path):
+    """A job longer than gpufleet_upgrade_drain_timeout: the node is given back to Slurm (the job keeps running),
+    recorded skipped, and with continue the rollout goes on."""
+    job = node(CONTROLLER, "sbatch --parsable -w fleet-gpu-2 --gres=gpu:2 -o /dev/null --wrap 'gpufleet-gpu-job 600'")
+    try:
+        for _attempt in range(30):
+            if node(CONTROLLER, f"squeue -h -j {job.strip()} -o %T").strip() == "RUNNING":
+                break
+            time.sleep(1)
+        proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-2", "-e", "gpufleet_upgrade_drain_timeout=3",
+                       "-e", "gpufleet_upgrade_on_blocked=continue")  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-6000:]
+        recorded = state_file("fleet-gpu-2")
+        assert recorded["outcome"] == "skipped/drain" and "drain timeout" in recorded["message"], recorded
+        assert f"still runs job {job.strip()}" in recorded["message"]
+        state, reason = slurm_node("fleet-gpu-2")
+        assert "DRAIN" not in state and state.split("+")[0] in ("MIXED", "ALLOCATED"), (state, reason)
+        assert_at("fleet-gpu-2", "570.133.20")  # not upgraded under its job
+    finally:
+        node(CONTROLLER, f"scancel {job.strip()}")
+
+
 def test_a_gpu_missing_from_nvml_keeps_the_node_drained(tmp_path):
     """After the upgrade NVML enumerates 7 of the 8 GPUs on the PCI bus: the gate keeps the node drained, failed/gpus;
     gres.conf is not shrunk to 7 (Slurm would drain the node for its own reason)."""
