@@ -23,7 +23,14 @@ import re
 
 # Fabric Manager's line once the NVSwitches and GPUs are configured (HGX A100 and B200 logs in NVIDIA's trackers).
 FM_DONE = "Successfully configured all the available GPUs and NVSwitches"
-_CDI_VERSION_RES = (re.compile(r"--host-driver-version=(\d+\.\d+(?:\.\d+)?)"), re.compile(r"\.so\.(\d+\.\d+\.\d+)\b"))
+# Where a start begins: systemd's "Starting <unit>..." in the unit's journal; in Fabric Manager's own log (appended
+# across restarts) its version line at start ("Fabric Manager version 570.133.20 is running ...": the wording of
+# that line is not verified against a real log).
+_FM_START = re.compile(r"^Starting |Fabric Manager version \S+ is running")
+_CDI_HOOK_VERSION = re.compile(r"--host-driver-version=(\d+\.\d+(?:\.\d+)?)")
+# Only the driver's own core libraries: a spec also mounts libraries with versions of their own
+# (libnvidia-egl-wayland.so.1.1.13, libnvidia-egl-gbm.so.1.1.2).
+_CDI_LIB_VERSION = re.compile(r"/lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)\b")
 
 
 def gate(name, ok, detail):
@@ -58,8 +65,10 @@ def gate_gpus(facts, expected=None):
 def fm_configured(lines):
     """Fabric Manager's own lines since its last start say it configured the fabric. lines: the unit's journal (or
     its log file), oldest first; systemd's "Starting ..." line marks a start."""
-    start = max((i for i, line in enumerate(lines) if line.startswith("Starting ")), default=-1)
-    return any(FM_DONE in line for line in lines[start + 1 :])
+    starts = [i for i, line in enumerate(lines) if _FM_START.search(line)]
+    if not starts:
+        return False  # no start seen: a success line could be from any earlier run
+    return any(FM_DONE in line for line in lines[starts[-1] + 1 :])
 
 
 def gate_fabric(facts, fm_active, fm_lines):
@@ -85,7 +94,9 @@ def gate_fabric(facts, fm_active, fm_lines):
     return gate("fabric", False, f'Fabric Manager is active but has not logged "{FM_DONE}" since it started')
 
 
-def gate_persistence(facts):
+def gate_persistence(facts, required=True):
+    if not required:
+        return gate("persistence", True, "not required (nvidia-persistenced not managed)")
     off = [g["index"] for g in facts.get("gpus") or [] if g.get("persistence_mode") is False]
     if off:
         return gate(
@@ -123,10 +134,9 @@ def gate_xid(facts, baseline):
 
 
 def cdi_versions(text):
-    """Driver versions a CDI spec was generated for: its hook's --host-driver-version and its libraries' .so.V."""
-    found = set()
-    for regex in _CDI_VERSION_RES:
-        found.update(regex.findall(text or ""))
+    """Driver versions a CDI spec was generated for: its hook's --host-driver-version (newer toolkits), else the
+    versions of the libcuda and libnvidia-ml it mounts."""
+    found = set(_CDI_HOOK_VERSION.findall(text or "")) or set(_CDI_LIB_VERSION.findall(text or ""))
     return sorted(found)
 
 
@@ -144,14 +154,14 @@ def gate_cdi(spec_path, text, loaded):
     return gate("cdi", True, f"CDI spec for driver {', '.join(versions)}")
 
 
-def evaluate(facts, *, target, expected_gpus, fm_active, fm_lines, xid_baseline, cdi_path, cdi_text):
+def evaluate(facts, *, target, expected_gpus, fm_active, fm_lines, xid_baseline, cdi_path, cdi_text, persistence=True):
     """Every gate in order: the first that failed decides the node's state (failed/<gate>)."""
     loaded = facts.get("driver_version") if facts.get("driver_state") == "loaded" else None
     return [
         gate_module(facts, target),
         gate_gpus(facts, expected_gpus),
         gate_fabric(facts, fm_active, fm_lines),
-        gate_persistence(facts),
+        gate_persistence(facts, persistence),
         gate_health(facts, xid_baseline),
         gate_xid(facts, xid_baseline),
         gate_cdi(cdi_path, cdi_text, loaded),

@@ -237,7 +237,8 @@ def gather(params, read_kernel_log, probe=None):
             "nouveau_loaded": bool(kmod["nouveau_loaded"]),
             "pci_devices": pci,
             "nvswitch_present": any(dev["is_nvswitch"] for dev in pci),
-            "pci_gpu_count": sum(bool(dev["is_gpu"]) for dev in pci),
+            # GPUs given to a VM (vfio-pci) are not the driver's to bring up.
+            "pci_gpu_count": sum(bool(dev["is_gpu"]) and dev.get("driver") != "vfio-pci" for dev in pci),
         }
     )
     facts["fabricmanager_required"] = facts["nvswitch_present"]

@@ -134,7 +134,7 @@ def xid_findings(lines, gpus):
 def host_findings(driver_state, reason, pci_devices, nouveau_loaded, nvml_count=None):
     """Findings about the host rather than one GPU. nvml_count: the GPUs NVML enumerates, once the driver answered."""
     found = []
-    pci_gpus = sum(bool(dev.get("is_gpu")) for dev in pci_devices)
+    pci_gpus = sum(bool(dev.get("is_gpu")) and dev.get("driver") != "vfio-pci" for dev in pci_devices)
     has_gpu = pci_gpus > 0
     # A GPU that fell off the bus, or that the driver failed to bring up (RmInitAdapter), stays on the PCI bus but
     # is not enumerated by NVML; CUDA and the scheduler then see fewer GPUs than the node has.

@@ -157,7 +157,9 @@ def _fabric(nvml, handle):
             # pynvml hands the argument to the library as given: a Structure must go by reference (DCGM's tests
             # call it so); passed bare, ctypes copies it by value and the library sees a garbage version field.
             getattr(nvml, func)(handle, ctypes.byref(info))
-        except nvml.NVMLError:
+        except nvml.NVMLError as exc:
+            if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_FUNCTION_NOT_FOUND", 13):
+                continue  # a driver before R550 has no ...InfoV: the older call may answer
             return None
         # nvml.h declares the state an unsigned char; pynvml reads it as c_uint, so the padding bytes after it
         # (whatever the library left there) would land in the upper bits.

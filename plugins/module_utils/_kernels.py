@@ -62,18 +62,17 @@ def next_boot_kernel(root="/", kernels=None):
 
 
 def dkms_versions(root, kernel):
-    """{module path under /lib/modules: driver version} for the nvidia modules DKMS built for kernel."""
+    """{module name: [driver versions]} DKMS built for kernel (its tree may hold several versions)."""
     found = {}
     for name in _DKMS_MODULES:
         base = _under(root, f"/var/lib/dkms/{name}")
         try:
-            versions = os.listdir(base)
+            versions = sorted(os.listdir(base))
         except OSError:
             continue
-        for version in versions:
-            built = os.path.join(base, version, kernel)
-            if os.path.isdir(built):
-                found[name] = version
+        built = [v for v in versions if os.path.isdir(os.path.join(base, v, kernel))]
+        if built:
+            found[name] = built
     return found
 
 
@@ -93,9 +92,10 @@ def module_report(root, kernel, driver_version, modinfo=None):
     versions = set()
     for path in paths:
         name = os.path.basename(path).split(".ko", 1)[0]
-        version = dkms.get(name) or (modinfo(path) if modinfo else None)
-        if version:
-            versions.add(version)
+        # The file itself says which version it is (modinfo); DKMS' tree only which versions were built for the
+        # kernel, not which one is installed, so it is the fallback (all of them) where modinfo cannot tell.
+        version = modinfo(path) if modinfo else None
+        versions.update([version] if version else dkms.get(name, []))
     versions = sorted(versions)
     if not paths:
         detail = f"no nvidia module in /lib/modules/{kernel}"

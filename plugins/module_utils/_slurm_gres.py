@@ -77,15 +77,18 @@ def gres_lines(gpus, gtype, cores_by_gpu=None):
     return lines
 
 
-def gres_conf(node, gpus, gtype, cores_by_gpu=None, autodetect=False):
-    """The file's text: for this node only (NodeName=), AutoDetect=nvml or one line per GPU."""
+def gres_conf(node, gpus, gtype, cores_by_gpu=None, *, autodetect=False, extra=()):
+    """The file's text: for this node only (NodeName=), AutoDetect=nvml or one line per GPU, then the site's other
+    GRES lines (shard, mps, ...) as given."""
     head = [
         "# Written by gpufleet.stack (slurm_gres) from NVML's view of this node; slurmd reads it at start.",
         f"# slurm.conf's node line must say Gres=gpu:{gtype}:{len(gpus)}.",
     ]
     if autodetect:
-        return "\n".join([*head, f"NodeName={node} AutoDetect=nvml Name=gpu Type={gtype}"]) + "\n"
-    return "\n".join([*head, *(f"NodeName={node} {line}" for line in gres_lines(gpus, gtype, cores_by_gpu))]) + "\n"
+        lines = [f"NodeName={node} AutoDetect=nvml Name=gpu Type={gtype}"]
+    else:
+        lines = [f"NodeName={node} {line}" for line in gres_lines(gpus, gtype, cores_by_gpu)]
+    return "\n".join([*head, *lines, *extra]) + "\n"
 
 
 def gres_string(gpus, gtype):

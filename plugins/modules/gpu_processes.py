@@ -88,10 +88,13 @@ def main():
     if module.params["scheduler"] == "slurm" and processes:
         scontrol = module.get_bin_path("scontrol", required=True)
         rc, out, err = module.run_command([scontrol, "listpids"])
-        # No job step on the node: slurmd answers with an empty table, or an error that names no job.
-        owned = sl.parse_listpids(out) if rc == 0 else {}
-        if rc != 0 and "slurmd" in (err or "").lower():
-            module.fail_json(msg=f"gpu_processes: scontrol listpids failed, is slurmd running here? {err.strip()}")
+        # No job step on the node: scontrol prints the header, "No job steps exist on this node." and exits 1.
+        if rc != 0 and "No job steps exist" not in err + out:
+            module.fail_json(
+                msg=f"gpu_processes: scontrol listpids failed (rc {rc}): {(err or out).strip()}; without it no process "
+                "can be told from a stray. Run it where slurmd runs (the GPU node)."
+            )
+        owned = sl.parse_listpids(out)
     for proc in processes:
         proc["job"] = owned.get(proc["pid"])
     strays = sl.stray_processes(processes, owned)

@@ -10,9 +10,10 @@ module: slurm_gres
 short_description: Slurm's gres.conf for a node's GPUs, from NVML and the CPU topology
 version_added: "0.2.0"
 description:
-  - Writes O(path) with one C(NodeName=<node> Name=gpu Type=<type> File=/dev/nvidia<minor> Cores=<cores>) line per GPU
-    NVML enumerates (or C(AutoDetect=nvml) with O(autodetect), for a slurmd built with NVML), and returns the node's
-    C(Gres=) for slurm.conf (RV(gres)), e.g. C(gpu:a100:8).
+  - Writes O(path), the whole file (the node's own gres.conf), with one
+    C(NodeName=<node> Name=gpu Type=<type> File=/dev/nvidia<minor> Cores=<cores>) line per GPU NVML enumerates (or
+    C(AutoDetect=nvml) with O(autodetect), for a slurmd built with NVML), and returns the node's C(Gres=) for
+    slurm.conf (RV(gres)), e.g. C(gpu:a100:8).
   - C(Cores=) comes from each GPU's NUMA affinity (C(/sys/bus/pci/devices/<bus>/local_cpulist)) mapped to Slurm's
     core numbering (cores in socket, core-id order; every hardware thread of a core counts as that core); left out
     when sysfs does not say.
@@ -37,9 +38,18 @@ options:
     type: str
     default: ""
   autodetect:
-    description: Write C(AutoDetect=nvml) instead of one line per GPU (slurmd must have Slurm's NVML plugin).
+    description:
+      - Write C(AutoDetect=nvml) instead of one line per GPU (slurmd must have Slurm's NVML plugin, Debian's
+        C(slurm-wlm-nvml-plugin) from contrib). Not tested here.
     type: bool
     default: false
+  extra_lines:
+    description:
+      - Lines written after the GPUs' (C(Name=shard ...), C(Name=mps ...)). The module owns the whole file; put a
+        site's other GRES here rather than in the file.
+    type: list
+    elements: str
+    default: []
   sysfs_root:
     description: Root under which C(/sys) is read (tests).
     type: path
@@ -91,6 +101,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils import _slurm_gres as sg
 from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_health import pci_key
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_text
 
 
@@ -113,8 +124,8 @@ def cores_by_gpu(root, gpus):
     index = sg.core_index(cpu_topology(root))
     found = {}
     for gpu in gpus:
-        bus = (gpu.get("pci_bus_id") or "").lower()
-        bus = bus[4:] if len(bus.split(":")[0]) == 8 else bus  # NVML's 8-digit domain, sysfs' 4
+        key = pci_key(gpu.get("pci_bus_id"))  # NVML's 8-digit domain, sysfs' 4
+        bus = f"{key[0]:04x}:{key[1]:02x}:{key[2]:02x}.0" if key else ""
         cpus = sg.parse_cpulist(read_text(os.path.join(root, "sys/bus/pci/devices", bus, "local_cpulist")))
         cores = sorted({index[c] for c in cpus if c in index})
         if not cores:
@@ -130,6 +141,7 @@ def main():
             "path": {"type": "path", "default": "/etc/slurm/gres.conf"},
             "type": {"type": "str", "default": ""},
             "autodetect": {"type": "bool", "default": False},
+            "extra_lines": {"type": "list", "elements": "str", "default": []},
             "sysfs_root": {"type": "path", "default": "/"},
         },
         supports_check_mode=True,
@@ -145,7 +157,9 @@ def main():
             "node has and Slurm would drain it. Fix the driver or the GPU first (gpu_facts says what is wrong)."
         )
     gtype = p["type"] or sg.gres_type(gpus[0]["name"])
-    text = sg.gres_conf(p["node"], gpus, gtype, cores_by_gpu(p["sysfs_root"], gpus), p["autodetect"])
+    text = sg.gres_conf(
+        p["node"], gpus, gtype, cores_by_gpu(p["sysfs_root"], gpus), autodetect=p["autodetect"], extra=p["extra_lines"]
+    )
     data, mode = read(p["path"])
     before = None if data is None else data.decode(errors="replace")
     changed = before != text

@@ -45,6 +45,10 @@ options:
     type: list
     elements: str
     default: []
+  persistence:
+    description: Require persistence mode on every GPU (false where nvidia-persistenced is not managed).
+    type: bool
+    default: true
   cdi_spec:
     description: The CDI spec that must name the loaded driver; empty skips the C(cdi) gate.
     type: path
@@ -123,7 +127,7 @@ def fabricmanager(module, unit, log_path):
     if journalctl:
         rc, out, _err = module.run_command([journalctl, "-u", unit, "-o", "cat", "--no-pager", "-n", "500"])
         lines = out.splitlines() if rc == 0 else []
-    if not any(_gate.FM_DONE in line for line in lines):
+    if not _gate.fm_configured(lines):
         lines = (read_text(log_path) or "").splitlines()[-500:]
     return active, lines
 
@@ -142,6 +146,7 @@ def look(module, p):
         xid_baseline=p["xid_baseline"],
         cdi_path=p["cdi_spec"],
         cdi_text=read_text(p["cdi_spec"]) if p["cdi_spec"] else None,
+        persistence=p["persistence"],
     )
     return facts, gates
 
@@ -155,6 +160,7 @@ def main():
             "fabricmanager_log": {"type": "path", "default": "/var/log/fabricmanager.log"},
             "xid_baseline": {"type": "list", "elements": "str", "default": []},
             "cdi_spec": {"type": "path", "default": ""},
+            "persistence": {"type": "bool", "default": True},
             "timeout": {"type": "int", "default": 120},
             "poll_interval": {"type": "int", "default": 5},
         },

@@ -258,10 +258,13 @@ def test_a_stray_gpu_process_blocks_its_node(tmp_path):
         assert state_file("fleet-gpu-3")["outcome"] == "blocked/drain"
         assert_at("fleet-gpu-3", "570.133.20")  # nothing installed under the stray
 
+        first = state_file("fleet-gpu-3")["time"]
+        time.sleep(1)  # the state's time has whole seconds
         proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-3,fleet-gpu-4", "-e", "gpufleet_upgrade_serial=1",
                        "-e", "gpufleet_upgrade_on_blocked=continue")  # fmt: skip
         assert proc.returncode == 0, proc.stdout[-6000:]
-        assert state_file("fleet-gpu-3")["outcome"] == "blocked/drain"
+        again = state_file("fleet-gpu-3")
+        assert again["outcome"] == "blocked/drain" and again["time"] != first, "blocked again by this run"
         assert "DRAIN" in slurm_node("fleet-gpu-3")[0]
         assert_at("fleet-gpu-4", "570.172.08")  # the rollout went on
         assert slurm_node("fleet-gpu-4") == ("IDLE", "")

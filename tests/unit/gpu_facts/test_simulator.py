@@ -150,6 +150,16 @@ def test_a_gpu_missing_from_nvml_is_critical(tmp_path):
     assert facts["health_status"] == "critical"
 
 
+def test_a_gpu_given_to_a_vm_is_not_missing(tmp_path):
+    """A GPU bound to vfio-pci (passthrough) is on the bus but not the driver's: not counted against NVML."""
+    data = profile_data("a100-sxm4-40gb-x8-nvswitch-gpu-lost")
+    data["host"]["pci_devices"][7]["driver"] = "vfio-pci"
+    path = tmp_path / "vfio.json"
+    path.write_text(json.dumps(data))
+    facts = facts_for(path, tmp_path)
+    assert (facts["gpu_count"], facts["pci_gpu_count"], facts["health_status"]) == (7, 7, "ok")
+
+
 def test_fabric_state_and_processes_with_pids(tmp_path):
     facts = facts_for("h100-sxm5-80gb-x8-fabric-in-progress", tmp_path)
     assert {g["fabric"]["state"] for g in facts["gpus"]} == {"in_progress"}

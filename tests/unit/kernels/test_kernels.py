@@ -83,3 +83,14 @@ def test_a_module_whose_version_is_unknown_still_counts(tmp_path):
     report = k.kernel_report(str(tmp_path), OLD, "570.172.08")  # no DKMS tree, no modinfo
     assert report["kernels"][0]["matches"] is True
     assert k.next_boot_problem(report, "570.172.08") is None
+
+
+def test_two_driver_versions_built_for_one_kernel(tmp_path):
+    """DKMS' tree keeps every version it built for a kernel; the module file's own version (modinfo) decides, and
+    without modinfo all of them are reported rather than one picked by directory order."""
+    kernel(tmp_path, OLD, module=True, dkms="570.133.20", link=True)
+    (tmp_path / "var/lib/dkms/nvidia/570.172.08" / OLD / "x86_64/module").mkdir(parents=True)
+    assert k.kernel_report(str(tmp_path), OLD, "570.172.08")["kernels"][0]["versions"] == ["570.133.20", "570.172.08"]
+    report = k.kernel_report(str(tmp_path), OLD, "570.172.08", modinfo=lambda path: "570.133.20")
+    assert report["kernels"][0]["versions"] == ["570.133.20"]
+    assert "not the installed driver 570.172.08" in k.next_boot_problem(report, "570.172.08")

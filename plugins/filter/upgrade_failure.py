@@ -1,0 +1,54 @@
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The upgrade playbook's record of a host's outcome (module_utils/_upgrade.py), as filters."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: upgrade_failure
+short_description: What a failed step of a host's upgrade records, and whether the node is marked failed
+version_added: "0.2.0"
+description:
+  - From the failed task's name, its result and the upgrade step, returns the outcome (C(failed/<gate or step>),
+    C(blocked/drain), C(skipped/drain), C(reboot-required/reboot)), the message, whether node_drain's mark_failed
+    runs and the drain reason it gets.
+options:
+  _input:
+    description: The failed task's name.
+    type: str
+    required: true
+  result:
+    description: The failed task's result (its C(msg), and C(failed_gate) for the readiness gate).
+    type: dict
+    required: true
+  step:
+    description: The upgrade step that failed (drain, install, reboot, gate, verify, scheduler).
+    type: str
+    required: true
+  skip:
+    description: C(status) and C(message) when the drain step skipped the node.
+    type: dict
+  status:
+    description: C(reboot-required) when the run stopped for a reboot it may not do.
+    type: str
+  drain:
+    description: The host's C(node_drain_status).
+    type: dict
+"""
+
+EXAMPLES = r"""
+failure: "{{ ansible_failed_task.name | gpufleet.stack.upgrade_failure(ansible_failed_result, 'gate') }}"
+"""
+
+RETURN = r"""
+_value:
+  description: C(status), C(step), C(outcome), C(message), C(mark_failed), C(drain_failure), C(node_state).
+  type: dict
+"""
+
+from ansible_collections.gpufleet.stack.plugins.module_utils._upgrade import failure
+
+
+class FilterModule:
+    def filters(self):
+        return {"upgrade_failure": failure}

@@ -1,0 +1,112 @@
+"""The readiness gate's rules (module_utils/_gate): each failure an upgraded node must not be resumed with, on
+facts shaped as gpu_facts returns them."""
+
+from ansible_collections.gpufleet.stack.plugins.module_utils import _gate as g
+
+SPEC_OLD = "  - --host-driver-version=570.133.20\n  - containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.570.133.20\n"
+SPEC_NEW = SPEC_OLD.replace("570.133.20", "570.172.08")
+
+
+def facts(**over):
+    base = {
+        "driver_state": "loaded",
+        "driver_version": "570.172.08",
+        "gpu_count": 8,
+        "pci_gpu_count": 8,
+        "nvswitch_present": False,
+        "gpus": [{"index": i, "persistence_mode": True, "fabric": None} for i in range(8)],
+        "health": [],
+        "health_status": "ok",
+        "kernel_log": {"xid_lines": []},
+    }
+    return {**base, **over}
+
+
+def verdicts(f, **over):
+    args = {"target": "570.172.08", "expected_gpus": None, "fm_active": False, "fm_lines": [], "xid_baseline": [],
+            "cdi_path": "", "cdi_text": None, **over}  # fmt: skip
+    return g.evaluate(f, **args)
+
+
+def test_a_healthy_node_passes_every_gate():
+    gates = verdicts(facts(), cdi_path="/etc/cdi/nvidia.yaml", cdi_text=SPEC_NEW)
+    assert [x["gate"] for x in gates] == ["module", "gpus", "fabric", "persistence", "health", "xid", "cdi"]
+    assert g.first_failure(gates) is None
+
+
+def test_the_old_module_still_loaded():
+    failure = g.first_failure(verdicts(facts(driver_state="mismatch", driver_version=None,
+                                             driver_state_reason="NVML library 570.172.08 does not match kernel "
+                                             "module 570.133.20; reboot")))  # fmt: skip
+    assert failure["gate"] == "module"
+    assert failure["detail"].startswith("driver 570.172.08 is not the one loaded: NVML reports mismatch (NVML library")
+
+
+def test_seven_of_eight_gpus():
+    assert g.first_failure(verdicts(facts(gpu_count=7)))["detail"] == (
+        "7 of 8 GPUs: NVML enumerates 7, the PCI bus has 8"
+    )
+    assert g.first_failure(verdicts(facts(pci_gpu_count=0), expected_gpus=4))["detail"].startswith("8 of 4 GPUs")
+
+
+def test_fabric_on_nvswitch_hosts():
+    a100 = facts(nvswitch_present=True)
+    assert "Fabric Manager is not active" in g.first_failure(verdicts(a100))["detail"]
+    started = ["Starting NVIDIA fabric manager service...", "Connected to 1 node."]
+    assert g.first_failure(verdicts(a100, fm_active=True, fm_lines=started))["gate"] == "fabric"
+    done = [*started, "Successfully configured all the available GPUs and NVSwitches to route NVLink traffic."]
+    assert g.first_failure(verdicts(a100, fm_active=True, fm_lines=done)) is None
+    # A restart after the success: only lines since the last start count.
+    assert g.first_failure(verdicts(a100, fm_active=True, fm_lines=[*done, "Starting NVIDIA fabric manager"]))
+    hopper = facts(nvswitch_present=True,
+                   gpus=[{"index": i, "persistence_mode": True, "fabric": {"state": "in_progress", "status": 0}}
+                         for i in range(8)])  # fmt: skip
+    failure = g.first_failure(verdicts(hopper, fm_active=True))
+    assert failure["detail"].startswith("the NVLink fabric has not finished training: GPU 0 in_progress, GPU 1")
+
+
+def test_persistence_health_xid_and_cdi():
+    off = facts(gpus=[{"index": 0, "persistence_mode": False, "fabric": None}])
+    assert g.first_failure(verdicts(off))["gate"] == "persistence"
+    old_xid = "NVRM: Xid (PCI:0000:0f:00): 48, pid=9921"
+    hot = facts(health=[{"severity": "critical", "what": "Xid 48 in kernel log", "value": old_xid}],
+                kernel_log={"xid_lines": [old_xid]})  # fmt: skip
+    assert g.first_failure(verdicts(hot, xid_baseline=[old_xid])) is None  # there before the upgrade
+    failure = g.first_failure(verdicts(hot))
+    assert (failure["gate"], failure["detail"]) == ("health", "critical: Xid 48 in kernel log")
+    new = facts(kernel_log={"xid_lines": [old_xid, "NVRM: Xid (PCI:0000:07:00): 13, pid=1"]})
+    assert g.first_failure(verdicts(new, xid_baseline=[old_xid]))["detail"].startswith("1 new Xid since the upgrade")
+    cdi = g.first_failure(verdicts(facts(), cdi_path="/etc/cdi/nvidia.yaml", cdi_text=SPEC_OLD))
+    assert cdi["detail"] == "the CDI spec /etc/cdi/nvidia.yaml is for driver 570.133.20, 570.172.08 is loaded"
+    missing = g.first_failure(verdicts(facts(), cdi_path="/etc/cdi/nvidia.yaml"))
+    assert missing["detail"].startswith("no CDI spec at /etc/cdi/nvidia.yaml")
+
+
+def test_a_success_line_from_an_earlier_start_does_not_count():
+    """Fabric Manager's log is appended across restarts: only lines after the newest start count."""
+    log = [
+        "[Dec 01 2026 10:00:00] [INFO] [tid 10] Fabric Manager version 570.133.20 is running",
+        "[Dec 01 2026 10:00:09] [INFO] [tid 10] Successfully configured all the available GPUs and NVSwitches to route",
+        "[Dec 02 2026 08:00:00] [INFO] [tid 22] Fabric Manager version 570.172.08 is running",
+        "[Dec 02 2026 08:00:03] [ERROR] [tid 22] request to query NVSwitch device information failed",
+    ]
+    assert g.fm_configured(log) is False
+    assert g.fm_configured(log[:2]) is True
+    assert g.fm_configured(["Successfully configured all the available GPUs and NVSwitches"]) is False  # no start seen
+
+
+def test_cdi_versions_are_the_drivers_not_other_libraries():
+    spec = (
+        "  - containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.570.172.08\n"
+        "  - containerPath: /usr/lib/x86_64-linux-gnu/libnvidia-egl-wayland.so.1.1.13\n"
+        "  - containerPath: /usr/lib/x86_64-linux-gnu/libnvidia-egl-gbm.so.1.1.2\n"
+        "  - containerPath: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.172.08\n"
+    )
+    assert g.cdi_versions(spec) == ["570.172.08"]
+    assert g.cdi_versions(spec + "    - --host-driver-version=570.172.08\n") == ["570.172.08"]
+    assert g.gate_cdi("/etc/cdi/nvidia.yaml", spec, "570.172.08")["ok"]
+
+
+def test_persistence_is_not_required_where_the_daemon_is_not_managed():
+    off = facts(gpus=[{"index": 0, "persistence_mode": False, "fabric": None}])
+    assert g.first_failure(verdicts(off, persistence=False)) is None
