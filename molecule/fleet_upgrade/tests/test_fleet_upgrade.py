@@ -193,6 +193,15 @@ def test_a_live_rollout_drains_waits_for_the_job_and_gives_every_node_back(tmp_p
     assert proc.returncode == 0, proc.stdout[-6000:]
     print(f"most nodes drained at once: {watch.max_drained}; drained at some point: {sorted(watch.seen)}")
     assert [len(b) for b in batches(proc.stdout)] == [1, 2, 1], batches(proc.stdout)
+    # Where the rollout stands before each batch, and the hosts by outcome at the end.
+    out = " ".join(proc.stdout.split())
+    for line in (
+        "batch 1 of 3: fleet-gpu-1; 0 of 4 done, 0 failed, 4 to go",
+        "batch 2 of 3: fleet-gpu-2, fleet-gpu-3; 1 of 4 done, 0 failed, 3 to go",
+        "batch 3 of 3: fleet-gpu-4; 3 of 4 done, 0 failed, 1 to go",
+        "done: fleet-gpu-1, fleet-gpu-2, fleet-gpu-3, fleet-gpu-4",
+    ):
+        assert line in out, f"{line!r} not in the output"
     assert watch.max_drained <= 2, f"{watch.max_drained} nodes drained at once with serial [1, 2]"
     assert watch.seen == set(NODES), "every node is drained for its upgrade"
     assert "JobState=COMPLETED" in node(CONTROLLER, f"scontrol show job {job}")
@@ -218,6 +227,9 @@ def test_a_failing_package_stops_the_rollout_and_leaves_that_node_drained(tmp_pa
     # ansible-core 2.19 prints a failed task's message on stderr; the YAML callback folds it across lines.
     out = " ".join((proc.stdout + proc.stderr).split())
     assert "fleet-gpu-2: upgrade failed/install at step install" in out and "rerun this playbook" in out, out[-6000:]
+    assert "batch 2 of 4: fleet-gpu-2; 1 of 4 done, 0 failed, 3 to go" in out
+    for line in ("done: fleet-gpu-1", "failed/install: fleet-gpu-2", "not reached: fleet-gpu-3, fleet-gpu-4"):
+        assert line in out, f"{line!r} not in the output"
     # Batch 1 (gpu-1) went down to 570.133.20; batch 2 (gpu-2) failed; batches 3 and 4 never started.
     assert_at("fleet-gpu-1", "570.133.20")
     for name in ("fleet-gpu-3", "fleet-gpu-4"):

@@ -1,0 +1,61 @@
+# Copyright: (c) 2026, gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Where a rolling upgrade stands: Ansible's batches for a serial value, and lines for people. Pure functions.
+
+batches() follows ansible-core's PlaybookExecutor._get_serialized_batches and pct_to_int: a percentage is
+int(pct / 100 * hosts) and at least 1, a list's last size repeats, and 0 or less puts every host left in one batch.
+"""
+
+from __future__ import annotations
+
+# Outcomes that count as finished well: upgraded in this run, or at the target already.
+GOOD = ("done", "at-target")
+
+
+def _size(value, total):
+    text = str(value).strip()
+    if text.endswith("%"):
+        return int(float(text[:-1]) / 100.0 * total) or 1
+    return int(text)
+
+
+def batches(hosts, serial):
+    """The hosts of each batch, in order, as ansible-playbook makes them for `serial` (a count, "N%" or a list)."""
+    sizes = serial if isinstance(serial, (list, tuple)) else [serial]
+    left, found, item = list(hosts), [], 0
+    while left:
+        size = _size(sizes[item], len(hosts))
+        if size <= 0:
+            found.append(left)
+            break
+        found.append(left[:size])
+        left = left[size:]
+        item = min(item + 1, len(sizes) - 1)
+    return found
+
+
+def _names(hosts, most=4):
+    return ", ".join(hosts) if len(hosts) <= most else f"{hosts[0]}…{hosts[-1]} ({len(hosts)} hosts)"
+
+
+def progress(hosts, batch, serial, outcomes):
+    """ "batch 3 of 10: gpu-21…gpu-30 (10 hosts); 20 of 100 done, 1 failed, 79 to go": before a batch starts.
+    outcomes: {host: outcome} of the hosts this run has finished (done, at-target, failed/<step>, ...)."""
+    groups = batches(hosts, serial)
+    number = next((i for i, group in enumerate(groups, 1) if batch and batch[0] in group), 0)
+    finished = {h: outcomes[h] for h in hosts if outcomes.get(h)}
+    good = sum(o in GOOD for o in finished.values())
+    bad = len(finished) - good
+    return (
+        f"batch {number} of {len(groups)}: {_names(list(batch))}; {good} of {len(hosts)} done, {bad} failed, "
+        f"{len(hosts) - len(finished)} to go"
+    )
+
+
+def summary(hosts, outcomes):
+    """The hosts by outcome at the end of a run (or where it stopped): [(outcome, [hosts])], not reached last."""
+    by = {}
+    for host in hosts:
+        by.setdefault(outcomes.get(host) or "not reached", []).append(host)
+    order = sorted(by, key=lambda o: (o == "not reached", o not in GOOD, o))
+    return [f"{o}: {', '.join(by[o])}" for o in order]

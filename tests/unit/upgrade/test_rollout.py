@@ -1,0 +1,32 @@
+"""Where a rolling upgrade stands (module_utils/_rollout): Ansible's batches, the progress line, the summary."""
+
+import pytest
+from ansible_collections.gpufleet.stack.plugins.module_utils import _rollout as r
+
+HOSTS = [f"gpu-{i:02d}" for i in range(1, 101)]
+
+
+@pytest.mark.parametrize(
+    ("serial", "sizes"),
+    [(10, [10] * 10), ("10%", [10] * 10), ("25%", [25] * 4), ([1, "10%", "25%"], [1, 10, 25, 25, 25, 14]),
+     ("0.5%", [1] * 100), (0, [100]), ([1, 2], [1] + [2] * 49 + [1])],
+)  # fmt: skip
+def test_batches_are_ansibles(serial, sizes):
+    groups = r.batches(HOSTS, serial)
+    assert [len(g) for g in groups] == sizes
+    assert [h for g in groups for h in g] == HOSTS
+
+
+def test_the_progress_line():
+    outcomes = {h: "done" for h in HOSTS[:19]} | {"gpu-20": "failed/gpus"}
+    line = r.progress(HOSTS, HOSTS[20:30], 10, outcomes)
+    assert line == "batch 3 of 10: gpu-21…gpu-30 (10 hosts); 19 of 100 done, 1 failed, 80 to go"
+    assert r.progress(HOSTS[:4], ["gpu-02", "gpu-03"], [1, 2], {"gpu-01": "at-target"}) == (
+        "batch 2 of 3: gpu-02, gpu-03; 1 of 4 done, 0 failed, 3 to go"
+    )
+
+
+def test_the_summary_puts_the_hosts_not_reached_last():
+    outcomes = {"gpu-01": "done", "gpu-02": "failed/install", "gpu-03": "at-target"}
+    assert r.summary(HOSTS[:5], outcomes) == [
+        "at-target: gpu-03", "done: gpu-01", "failed/install: gpu-02", "not reached: gpu-04, gpu-05"]  # fmt: skip
