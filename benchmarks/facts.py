@@ -1,7 +1,8 @@
 """Facts benchmarks, measured side by side in one run on the sandbox fleet (see README "Performance").
 
 1. gpu_facts vs ansible.builtin.setup on one 8-GPU node (simulated H100 x8), alternating, median task wall time
-   per module as the callback measures it (goal: gpu_facts <= 0.5x setup).
+   per module as the callback measures it (goal: gpu_facts <= 0.5x setup); and a host's facts in one round trip
+   (gpu_facts stack=true) vs ansible.builtin.ping, the cost of any round trip (goal: <= 1.3x ping).
 2. playbooks/facts.yml on 32 nodes vs on 1 node, alternating whole runs, median wall time (goal: <= 5x).
 
     .venv/bin/python benchmarks/facts.py [--rounds 5] [--nodes 32] [--keep]
@@ -60,7 +61,7 @@ def module_times(inventory, rounds, limit):
     by_task = {}
     for rec in records:
         by_task.setdefault(rec["task"], []).append(rec["seconds"])
-    return by_task["Bench setup"], by_task["Bench gpu_facts"], by_task["Bench stack_facts"]
+    return {name[len("Bench ") :]: times for name, times in by_task.items() if name.startswith("Bench ")}
 
 
 def module_process_times(inventory, rounds, node):
@@ -132,7 +133,9 @@ def main():
                 inventory,
             ]
         )
-        setup_s, gpu_s, stack_s = module_times(inventory, args.rounds, "bench-h100")
+        times = module_times(inventory, args.rounds, "bench-h100")
+        setup_s, gpu_s, stack_s = times["setup"], times["gpu_facts"], times["stack_facts"]
+        ping_s, both_s = times["ping"], times["gpu_facts with stack"]
         p_setup, p_gpu = module_process_times(inventory, args.rounds, "bench-h100")
         one, many = [], []
         for _round in range(args.rounds):
@@ -146,6 +149,11 @@ def main():
         print(f"  gpu_facts median {m_gpu:.3f} s  (min {min(gpu_s):.3f})")
         print(f"  stack_facts median {m_stack:.3f} s  (min {min(stack_s):.3f})")
         print(f"  ratio gpu_facts/setup = {m_gpu / m_setup:.2f}x  (goal <= 0.5x)")
+        m_ping, m_both = statistics.median(ping_s), statistics.median(both_s)
+        print(f"a host's facts in one round trip vs ping, {len(ping_s)} runs each, alternating:")
+        print(f"  ping                      median {m_ping:.3f} s")
+        print(f"  gpu_facts stack=true      median {m_both:.3f} s  (two tasks before: {m_gpu + m_stack:.3f} s)")
+        print(f"  ratio one round trip / ping = {m_both / m_ping:.2f}x  (goal <= 1.3x)")
         p_setup, p_gpu = statistics.median(p_setup), statistics.median(p_gpu)
         print(
             f"  module process alone on the node (docker exec python3 AnsiballZ_*.py): setup {p_setup:.3f} s, "
