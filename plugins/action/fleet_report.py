@@ -10,12 +10,8 @@ import os
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.stack.plugins.module_utils._report import (
-    build_rows,
-    render_html,
-    render_markdown,
-    summary,
-)
+from ansible_collections.gpufleet.stack.plugins.module_utils._report import build_rows, summary
+from ansible_collections.gpufleet.stack.plugins.module_utils._report_render import render_html, render_markdown
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -34,6 +30,8 @@ def _host_data(hostvars, host):
         # set_fact (cacheable) results such as gpufleet_verify are host variables, not ansible_facts.
         "ansible_facts": {k: facts[k] if k in facts else hv.get(k) for k in REPORTED_FACTS if k in facts or k in hv},
         "gpufleet_stack": hv.get("gpufleet_stack"),
+        # Drift is measured against what the listed components install, as verification does.
+        "gpufleet_components": hv.get("gpufleet_components"),
     }
 
 

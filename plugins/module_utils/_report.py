@@ -1,17 +1,27 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet report: one row per host from cached facts, drift from the desired stack, Markdown and HTML.
+"""The fleet report's data: one row per host from cached facts, drift from the desired stack, the fleet's summaries.
 
-Pure functions: the fleet_report action plugin feeds them hostvars and writes the files.
+Pure functions: the fleet_report action plugin feeds them hostvars; _report_render.py writes Markdown and HTML.
 """
 
 from __future__ import annotations
 
-import html
-
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_health import parse_xid, pci_key
 from ansible_collections.gpufleet.stack.plugins.module_utils._versions import matches
 
 HEALTH_ORDER = {"ok": 0, "unknown": 1, "warning": 2, "critical": 3}
+# What site.yml installs when gpufleet_components is not set (playbooks/vars/gpufleet.yml): drift is measured against
+# the stack keys of the listed components only, as verification does; a framework only with horovod.
+DEFAULT_COMPONENTS = ("driver", "cuda", "cudnn", "nccl", "container_toolkit")
+COMPONENT_KEYS = {
+    "driver": ("driver",),
+    "cuda": ("cuda",),
+    "cudnn": ("cudnn",),
+    "nccl": ("nccl",),
+    "container_toolkit": ("container_toolkit",),
+    "horovod": ("framework", "horovod"),
+}
 
 
 def version_matches(desired, actual):
@@ -34,88 +44,159 @@ def installed_versions(installed):
         value = installed.get(key) or {}
         return value.get("version") if isinstance(value, dict) else None
 
+    driver = installed.get("driver") or {}
     toolkits = (installed.get("cuda") or {}).get("toolkits") or []
     frameworks = installed.get("frameworks") or {}
     return {
-        "driver": (installed.get("driver") or {}).get("loaded_version")
-        or (installed.get("driver") or {}).get("package_version"),
+        "driver": driver.get("loaded_version") or driver.get("package_version"),
+        "driver_flavor": driver.get("flavor"),
+        "fabricmanager": version_of("fabricmanager"),
         "cuda": [t.get("version") for t in toolkits if t.get("version")],
         "cudnn": version_of("cudnn"),
         "nccl": version_of("nccl"),
+        "container_toolkit": version_of("container_toolkit"),
         "frameworks": {
             name: (fw[0] if isinstance(fw, list) and fw else fw or {}).get("version") for name, fw in frameworks.items()
         },
     }
 
 
+def desired_for(stack, components):
+    """The desired stack's keys that the listed components install (what verification expects)."""
+    keys = {k for c in (components or DEFAULT_COMPONENTS) for k in COMPONENT_KEYS.get(c, ())}
+    return {k: v for k, v in (stack or {}).items() if k in keys}
+
+
 def drift(desired, gpu, installed):
-    """List of human-readable differences between the desired stack and what the host reports."""
+    """[(kind, text)]: each difference between the desired stack and what the host reports."""
     if not desired:
         return []
     found = installed_versions(installed)
     driver = (gpu or {}).get("driver_version") or found["driver"]
     out = []
     if desired.get("driver") and not version_matches(desired["driver"], driver):
-        out.append(f"driver {driver or 'absent'} ≠ {desired['driver']}")
+        out.append(("driver", f"driver {driver or 'absent'} ≠ {desired['driver']}"))
     if installed is not None:
         wanted = desired.get("cuda")
         for cuda in wanted if isinstance(wanted, list) else [wanted] if wanted else []:
             if not any(version_matches(cuda, v) for v in found["cuda"]):
-                out.append(f"CUDA {cuda} not installed (have {', '.join(found['cuda']) or 'none'})")
-        for key, label in (("cudnn", "cuDNN"), ("nccl", "NCCL")):
+                out.append(("CUDA", f"CUDA {cuda} not installed (have {', '.join(found['cuda']) or 'none'})"))
+        for key, label in (("cudnn", "cuDNN"), ("nccl", "NCCL"), ("container_toolkit", "Container Toolkit")):
             if desired.get(key) and not version_matches(desired[key], found[key]):
-                out.append(f"{label} {found[key] or 'absent'} ≠ {desired[key]}")
+                out.append((label, f"{label} {found[key] or 'absent'} ≠ {desired[key]}"))
         framework = desired.get("framework") or {}
-        if framework.get("name") and framework.get("version"):
+        if isinstance(framework, dict) and framework.get("name") and framework.get("version"):
             have = found["frameworks"].get(framework["name"])
             if not version_matches(framework["version"], (have or "").split("+")[0]):
-                out.append(f"{framework['name']} {have or 'absent'} ≠ {framework['version']}")
+                out.append(("framework", f"{framework['name']} {have or 'absent'} ≠ {framework['version']}"))
     return out
 
 
+def outcome_notes(facts):
+    """[(kind, text)]: what the last site.yml verification or upgrade.yml said about the host, when it went wrong."""
+    notes = []
+    verify = facts.get("gpufleet_verify") or {}
+    if verify.get("status") == "failed":
+        failures = "; ".join(verify.get("failures") or ["(no reason recorded)"])
+        notes.append(("verification", f"verification failed: {failures}"))
+    upgrade = facts.get("gpufleet_upgrade") or {}
+    if upgrade.get("status") not in (None, "", "done", "running"):
+        text = f"upgrade {upgrade['status']} at {upgrade.get('step', '?')}: {upgrade.get('message', '')}"
+        notes.append(("upgrade", text.rstrip(": ")))
+    return notes
+
+
+def stack_of(gpu, installed):
+    """The whole installed stack, for the row: driver and flavour, Fabric Manager, toolkits, cuDNN, NCCL, toolkit,
+    frameworks."""
+    found = installed_versions(installed)
+    return {
+        "driver": (gpu or {}).get("driver_version") or found["driver"],
+        "flavor": (gpu or {}).get("kernel_module_flavor") or found["driver_flavor"],
+        "fabricmanager": found["fabricmanager"],
+        "cuda": found["cuda"],
+        "cudnn": found["cudnn"],
+        "nccl": found["nccl"],
+        "container_toolkit": found["container_toolkit"],
+        "frameworks": {k: v for k, v in found["frameworks"].items() if v},
+    }
+
+
+def gpu_grid(gpu):
+    """One entry per GPU: temperature against its slowdown threshold, memory, ECC, remapped rows, Xid count."""
+    xids = {}
+    for line in ((gpu or {}).get("kernel_log") or {}).get("xid_lines") or []:
+        parsed = parse_xid(line)
+        if parsed:
+            xids[parsed[0]] = xids.get(parsed[0], 0) + 1
+    grid = []
+    for card in (gpu or {}).get("gpus") or []:
+        temperature = card.get("temperature") or {}
+        ecc = card.get("ecc") or {}
+        rows = card.get("remapped_rows") or {}
+        grid.append(
+            {
+                "index": card.get("index"),
+                "name": card.get("name") or card.get("error") or "?",
+                "temp_c": temperature.get("current_c"),
+                "slowdown_c": temperature.get("slowdown_c"),
+                "memory_mib": card.get("memory_total_mib"),
+                "ecc_uncorrected": ecc.get("volatile_uncorrected"),
+                "remapped": None if rows.get("correctable") is None
+                else {k: rows.get(k) for k in ("correctable", "uncorrectable", "pending", "failed")},
+                "xid": xids.get(pci_key(card.get("pci_bus_id")), 0),
+            }
+        )
+    return grid
+
+
+def last_upgrade(facts):
+    """From → to, when and how the last upgrade.yml run on the host ended; None when it never ran."""
+    upgrade = facts.get("gpufleet_upgrade") or {}
+    if not upgrade.get("status"):
+        return None
+    return {
+        "from": ((upgrade.get("from") or {}).get("driver")),
+        "to": ((upgrade.get("to") or {}).get("driver")),
+        "time": upgrade.get("time"),
+        "outcome": upgrade.get("outcome") or upgrade["status"],
+    }
+
+
 def host_row(name, hostvars):
-    """One report row from a host's variables (facts from the cache, desired stack from inventory)."""
+    """One report row from a host's variables (facts from the cache, desired stack and components from inventory)."""
     facts = hostvars.get("ansible_facts") or {}
     gpu = facts.get("gpufleet_gpu")
     installed = facts.get("gpufleet_installed")
     if gpu is None:
         return {
-            "host": name,
-            "gathered": False,
-            "gpus": "",
-            "driver": "",
-            "cuda": "",
-            "health": "unknown",
-            "findings": [],
-            "drift": ["no GPU facts: run playbooks/facts.yml"],
-        }
-    gpus = gpu.get("gpus") or []
+            "host": name, "gathered": False, "gpus": "", "model": "", "gpu_count": 0, "driver": "", "cuda": "",
+            "stack": {}, "gpu_grid": [], "upgrade": last_upgrade(facts), "health": "unknown", "findings": [],
+            "drift": ["no GPU facts: run playbooks/facts.yml"], "drift_kinds": ["no facts"],
+        }  # fmt: skip
     models = {}
-    for card in gpus:
+    for card in gpu.get("gpus") or []:
         models[card.get("name") or "?"] = models.get(card.get("name") or "?", 0) + 1
     toolkits = installed_versions(installed)["cuda"] if installed else []
+    differences = outcome_notes(facts) + drift(
+        desired_for(hostvars.get("gpufleet_stack"), hostvars.get("gpufleet_components")), gpu, installed
+    )
     return {
         "host": name,
         "gathered": True,
         "gpus": ", ".join(f"{n}x {m}" for m, n in models.items()) or "none",
+        "model": max(models, key=models.get) if models else "none",
+        "gpu_count": sum(models.values()),
         "driver": f"{gpu.get('driver_version') or '—'} ({gpu.get('driver_state', 'unknown')})",
         "cuda": " / ".join(filter(None, [gpu.get("cuda_driver_version"), ", ".join(toolkits)])) or "—",
+        "stack": stack_of(gpu, installed),
+        "gpu_grid": gpu_grid(gpu),
+        "upgrade": last_upgrade(facts),
         "health": gpu.get("health_status") or "unknown",
         "findings": gpu.get("health") or [],
-        "drift": outcome_notes(facts) + drift(hostvars.get("gpufleet_stack"), gpu, installed),
+        "drift": [text for _kind, text in differences],
+        "drift_kinds": sorted({kind for kind, _text in differences}),
     }
-
-
-def outcome_notes(facts):
-    """What the last site.yml verification or upgrade.yml said about the host, when it went wrong."""
-    notes = []
-    verify = facts.get("gpufleet_verify") or {}
-    if verify.get("status") == "failed":
-        notes.append("verification failed: " + "; ".join(verify.get("failures") or ["(no reason recorded)"]))
-    upgrade = facts.get("gpufleet_upgrade") or {}
-    if upgrade.get("status") == "failed":
-        notes.append(f"upgrade failed at {upgrade.get('step', '?')}: {upgrade.get('message', '')}".rstrip(": "))
-    return notes
 
 
 def summary(rows):
@@ -128,80 +209,23 @@ def summary(rows):
     }
 
 
-def _finding_text(f):
-    where = f"GPU {f['gpu']}: " if f.get("gpu") is not None else ""
-    limit = f" (threshold {f['threshold']})" if f.get("threshold") is not None else ""
-    value = f" = {f['value']}" if f.get("value") is not None else ""
-    return f"{f.get('severity', '?')}: {where}{f.get('what', '?')}{value}{limit}"
-
-
-def render_markdown(rows, generated):
-    s = summary(rows)
-    lines = [
-        "# GPU fleet report",
-        "",
-        f"Generated {generated}. {s['hosts']} hosts: {s['ok']} ok, {s['critical']} critical, "
-        f"{s['warning']} warning, {s['drifted']} drifted from the desired stack.",
-        "",
-        "| Host | GPUs | Driver | CUDA (driver / toolkits) | Health | Drift |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
+def breakdowns(rows):
+    """The fleet by GPU model (hosts, GPUs), by driver (hosts) and by kind of drift (hosts), largest first."""
+    by_model, by_driver, by_drift = {}, {}, {}
     for r in rows:
-        cells = [r["host"], r["gpus"], r["driver"], r["cuda"], r["health"], "; ".join(r["drift"]) or "none"]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    for r in rows:
-        if r["findings"]:
-            lines += ["", f"## {r['host']}", ""] + [f"- {_finding_text(f)}" for f in r["findings"]]
-    return "\n".join(lines) + "\n"
-
-
-CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#1d2433}
-h1{font-size:1.5em}table{border-collapse:collapse;width:100%}
-th,td{border:1px solid #d0d5dd;padding:.4em .6em;text-align:left;vertical-align:top}
-th{background:#f2f4f7}.badge{padding:.1em .5em;border-radius:.8em;font-weight:600}
-.ok{background:#d1fadf;color:#05603a}.warning{background:#fef0c7;color:#93370d}
-.critical{background:#fee4e2;color:#912018}.unknown{background:#eaecf0;color:#344054}
-.cards span{display:inline-block;margin-right:1.5em;font-size:1.1em}ul{margin:.2em 0;padding-left:1.2em}
-td:nth-child(-n+4){white-space:nowrap}td:first-child{font-weight:600}@page{size:A4 landscape;margin:1cm}
-"""
-
-
-def render_html(rows, generated):
-    e = html.escape
-    s = summary(rows)
-    out = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8"><title>GPU fleet report</title>',
-        f"<style>{CSS}</style></head><body>",
-        "<h1>GPU fleet report</h1>",
-        f"<p>Generated {e(generated)}.</p>",
-        '<p class="cards">'
-        + "".join(
-            f'<span id="count-{k}">{e(label)}: <b>{s[k]}</b></span>'
-            for k, label in (
-                ("hosts", "Hosts"),
-                ("ok", "OK"),
-                ("critical", "Critical"),
-                ("warning", "Warning"),
-                ("drifted", "Drifted"),
-            )
-        )
-        + "</p>",
-        "<table><thead><tr><th>Host</th><th>GPUs</th><th>Driver</th><th>CUDA (driver / toolkits)</th>"
-        "<th>Health</th><th>Drift from desired stack</th></tr></thead><tbody>",
-    ]
-    for r in rows:
-        findings = "".join(f"<li>{e(_finding_text(f))}</li>" for f in r["findings"])
-        drift_cell = "".join(f"<li>{e(d)}</li>" for d in r["drift"])
-        out.append(
-            f'<tr id="host-{e(r["host"])}"><td>{e(r["host"])}</td><td>{e(r["gpus"])}</td><td>{e(r["driver"])}</td>'
-            f'<td>{e(r["cuda"])}</td><td><span class="badge {e(r["health"])}">{e(r["health"])}</span>'
-            f"{'<ul>' + findings + '</ul>' if findings else ''}</td>"
-            f"<td>{'<ul>' + drift_cell + '</ul>' if drift_cell else 'none'}</td></tr>"
-        )
-    out.append("</tbody></table></body></html>")
-    return "\n".join(out) + "\n"
+        if r["gathered"]:
+            entry = by_model.setdefault(r["model"], {"hosts": 0, "gpus": 0})
+            entry["hosts"] += 1
+            entry["gpus"] += r["gpu_count"]
+            driver = r["stack"].get("driver") or "none"
+            by_driver[driver] = by_driver.get(driver, 0) + 1
+        for kind in r["drift_kinds"]:
+            by_drift[kind] = by_drift.get(kind, 0) + 1
+    return {
+        "model": dict(sorted(by_model.items(), key=lambda kv: (-kv[1]["hosts"], kv[0]))),
+        "driver": dict(sorted(by_driver.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "drift": dict(sorted(by_drift.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
 
 
 def build_rows(hostvars_by_host):

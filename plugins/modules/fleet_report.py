@@ -14,7 +14,14 @@ description:
   - Reads, on the controller, each host's cached C(gpufleet_gpu) facts (M(gpufleet.stack.gpu_facts)) and
     C(gpufleet_installed) facts (M(gpufleet.stack.stack_facts)), and its desired stack C(gpufleet_stack).
   - Writes C(fleet-report.json), C(fleet-report.md) and a self-contained C(fleet-report.html) to O(dest), one row
-    per host with GPUs, driver, CUDA, health findings and drift from the desired stack, worst hosts first.
+    per host, worst hosts first, with its GPUs, driver, the whole installed stack (driver and flavour, Fabric Manager,
+    each CUDA toolkit, cuDNN, NCCL, Container Toolkit, frameworks), health findings, the last upgrade (from, to,
+    when, outcome) and its drift from the desired stack; each host's GPUs (temperature against the slowdown
+    threshold, memory, ECC, remapped rows, Xid); the fleet by GPU model, by driver and by kind of drift.
+  - Drift is measured against the stack keys of the host's C(gpufleet_components), as verification does (a
+    framework only with C(horovod)).
+  - The HTML page filters its rows by health, kind of drift and text, in the page (no server); the filters live in
+    the URL's fragment (C(fleet-report.html#health=critical&drift=driver)), so a filtered view can be linked.
   - Reports C(changed) only when a row changed since the last report.
 options:
   hosts:

@@ -2,6 +2,7 @@
 
 import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils import _report
+from ansible_collections.gpufleet.stack.plugins.module_utils import _report_render as render
 
 DESIRED = {
     "driver": "570",
@@ -58,16 +59,16 @@ def test_drift_names_each_component_and_both_versions():
     installed = dict(INSTALLED, cudnn={"version": "8.9.7"}, nccl=None, frameworks={})
     found = _report.drift(DESIRED, gpu_facts(driver="550.54.15"), installed)
     assert found == [
-        "driver 550.54.15 ≠ 570",
-        "cuDNN 8.9.7 ≠ 9.8.0",
-        "NCCL absent ≠ 2.26.2",
-        "torch absent ≠ 2.7.1",
+        ("driver", "driver 550.54.15 ≠ 570"),
+        ("cuDNN", "cuDNN 8.9.7 ≠ 9.8.0"),
+        ("NCCL", "NCCL absent ≠ 2.26.2"),
+        ("framework", "torch absent ≠ 2.7.1"),
     ]
 
 
 def test_missing_toolkit_is_drift():
     installed = dict(INSTALLED, cuda={"toolkits": [{"version": "12.4.131"}]})
-    assert _report.drift(DESIRED, gpu_facts(), installed) == ["CUDA 12.8 not installed (have 12.4.131)"]
+    assert _report.drift(DESIRED, gpu_facts(), installed) == [("CUDA", "CUDA 12.8 not installed (have 12.4.131)")]
 
 
 def test_host_without_facts_is_reported_not_hidden():
@@ -83,6 +84,7 @@ def test_rows_put_the_worst_hosts_first_and_count_them():
             "a-ok": {
                 "ansible_facts": {"gpufleet_gpu": gpu_facts(), "gpufleet_installed": INSTALLED},
                 "gpufleet_stack": DESIRED,
+                "gpufleet_components": ["driver", "cuda", "cudnn", "nccl", "horovod"],
             },
             "b-old": {
                 "ansible_facts": {"gpufleet_gpu": gpu_facts(driver="550.54.15"), "gpufleet_installed": INSTALLED},
@@ -100,16 +102,19 @@ def test_rows_put_the_worst_hosts_first_and_count_them():
     assert [r["host"] for r in rows] == ["c-hot", "b-old", "a-ok"]
     assert rows[2]["gpus"] == "8x NVIDIA A100-SXM4-40GB"
     assert _report.summary(rows) == {"hosts": 3, "critical": 1, "warning": 0, "drifted": 1, "ok": 1}
-    markdown = _report.render_markdown(rows, "2026-12-01 08:00 UTC")
-    assert "| c-hot | 8x NVIDIA A100-SXM4-40GB | 570.133.20 (loaded) | 12.8 / 12.8.93 | critical | none |" in markdown
+    markdown = render.render_markdown(rows, "2026-12-01 08:00 UTC")
+    assert (
+        "| c-hot | 8x NVIDIA A100-SXM4-40GB | 570.133.20 (loaded) | 12.8 / 12.8.93 | driver 570.133.20, CUDA 12.8.93, "
+        "cuDNN 9.8.0, NCCL 2.26.2, torch 2.7.1+cu128 | critical | — | none |"
+    ) in markdown
     assert "- critical: GPU 3: temperature = 91 (threshold 85)" in markdown
 
 
 def test_html_escapes_what_hosts_report():
     facts = gpu_facts(model="<script>alert(1)</script>")
     rows = _report.build_rows({"x": {"ansible_facts": {"gpufleet_gpu": facts}}})
-    page = _report.render_html(rows, "now")
-    assert "<script>" not in page
+    page = render.render_html(rows, "now")
+    assert "<script>alert" not in page  # the page's own script is the only one
     assert "&lt;script&gt;" in page
 
 
@@ -127,3 +132,57 @@ def test_failed_verification_and_upgrade_are_named_first_in_the_row():
     ]
     ok = dict(facts, gpufleet_verify={"status": "ok", "failures": []}, gpufleet_upgrade={"status": "done"})
     assert _report.host_row("gpu-1", {"ansible_facts": ok, "gpufleet_stack": DESIRED})["drift"] == []
+
+
+def test_the_listed_components_decide_what_drifts():
+    """The demo's stack names torch but installs no training environment (no horovod component): not drift."""
+    installed = dict(INSTALLED, frameworks={})
+    row = _report.host_row("gpu-1", {"ansible_facts": {"gpufleet_gpu": gpu_facts(), "gpufleet_installed": installed},
+                                     "gpufleet_stack": DESIRED})  # fmt: skip
+    assert row["drift"] == []
+    with_venv = {"ansible_facts": {"gpufleet_gpu": gpu_facts(), "gpufleet_installed": installed},
+                 "gpufleet_stack": DESIRED, "gpufleet_components": ["driver", "horovod"]}  # fmt: skip
+    assert _report.host_row("gpu-1", with_venv)["drift"] == ["torch absent ≠ 2.7.1"]
+
+
+def test_a_row_has_the_whole_stack_the_gpus_and_the_last_upgrade():
+    gpu = gpu_facts(count=2) | {"kernel_module_flavor": "open", "kernel_log": {"xid_lines": [
+        "NVRM: Xid (PCI:0000:0f:00): 79, pid=1, GPU has fallen off the bus."]}}  # fmt: skip
+    gpu["gpus"][1].update(
+        pci_bus_id="00000000:0F:00.0",
+        temperature={"current_c": 90, "slowdown_c": 89},
+        memory_total_mib=40960,
+        ecc={"volatile_uncorrected": 2},
+        remapped_rows={"correctable": 0, "uncorrectable": 1, "pending": True, "failed": False},
+    )
+    installed = dict(INSTALLED, fabricmanager={"version": "570.133.20"}, container_toolkit={"version": "1.17.8"})
+    upgrade = {"status": "failed", "step": "gpus", "outcome": "failed/gpus", "time": "2026-12-02T04:00:00Z",
+               "from": {"driver": "570.133.20"}, "to": {"driver": "570.172.08"},
+               "message": "failed/gpus: 7 of 8"}  # fmt: skip
+    facts = {"gpufleet_gpu": gpu, "gpufleet_installed": installed, "gpufleet_upgrade": upgrade}
+    row = _report.host_row("gpu-7", {"ansible_facts": facts, "gpufleet_stack": DESIRED})
+    assert render.stack_text(row["stack"]) == (
+        "driver 570.133.20 open, FM 570.133.20, CUDA 12.8.93, cuDNN 9.8.0, NCCL 2.26.2, CTK 1.17.8, torch 2.7.1+cu128"
+    )
+    assert render.grid_cells(row["gpu_grid"][1]) == [
+        "1", "NVIDIA A100-SXM4-40GB", "90 °C / 89", "40960 MiB", "2", "0/1 pending", "1"]  # fmt: skip
+    assert render.upgrade_text(row["upgrade"]) == "570.133.20 → 570.172.08, failed/gpus 2026-12-02T04:00:00Z"
+    assert row["drift"] == ["upgrade failed at gpus: failed/gpus: 7 of 8"]
+    assert row["drift_kinds"] == ["upgrade"]
+
+
+def test_the_fleet_by_model_driver_and_kind_of_drift():
+    fleet = {
+        "a": {"ansible_facts": {"gpufleet_gpu": gpu_facts(), "gpufleet_installed": INSTALLED},
+              "gpufleet_stack": DESIRED},
+        "b": {"ansible_facts": {"gpufleet_gpu": gpu_facts(driver="550.54.15", model="NVIDIA H100 80GB HBM3"),
+                                "gpufleet_installed": INSTALLED}, "gpufleet_stack": DESIRED},
+        "c": {"gpufleet_stack": DESIRED},
+    }  # fmt: skip
+    b = _report.breakdowns(_report.build_rows(fleet))
+    assert b["model"] == {
+        "NVIDIA A100-SXM4-40GB": {"hosts": 1, "gpus": 8}, "NVIDIA H100 80GB HBM3": {"hosts": 1, "gpus": 8}}  # fmt: skip
+    assert b["driver"] == {"550.54.15": 1, "570.133.20": 1}
+    assert b["drift"] == {"driver": 1, "no facts": 1}
+    page = render.render_html(_report.build_rows(fleet), "now")
+    assert 'data-health="ok" data-drift="driver"' in page and '<option value="no facts">' in page
