@@ -134,6 +134,9 @@ def gpu_grid(gpu):
         temperature = card.get("temperature") or {}
         ecc = card.get("ecc") or {}
         rows = card.get("remapped_rows") or {}
+        remapped = None  # not before Ampere
+        if rows.get("correctable") is not None:
+            remapped = {k: rows.get(k) for k in ("correctable", "uncorrectable", "pending", "failed")}
         grid.append(
             {
                 "index": card.get("index"),
@@ -142,8 +145,7 @@ def gpu_grid(gpu):
                 "slowdown_c": temperature.get("slowdown_c"),
                 "memory_mib": card.get("memory_total_mib"),
                 "ecc_uncorrected": ecc.get("volatile_uncorrected"),
-                "remapped": None if rows.get("correctable") is None
-                else {k: rows.get(k) for k in ("correctable", "uncorrectable", "pending", "failed")},
+                "remapped": remapped,
                 "xid": xids.get(pci_key(card.get("pci_bus_id")), 0),
             }
         )

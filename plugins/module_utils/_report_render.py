@@ -74,14 +74,14 @@ GRID_HEAD = ["GPU", "Model", "Temp / slowdown", "Memory", "ECC uncorrected", "Re
 
 def render_markdown(rows, generated):
     s, b = summary(rows), breakdowns(rows)
+    models = "; ".join(f"{m} ({v['hosts']} hosts, {v['gpus']} GPUs)" for m, v in b["model"].items())
     lines = [
         "# GPU fleet report",
         "",
         f"Generated {generated}. {s['hosts']} hosts: {s['ok']} ok, {s['critical']} critical, "
         f"{s['warning']} warning, {s['drifted']} drifted from the desired stack.",
         "",
-        "By GPU model: " + ("; ".join(f"{m} ({v['hosts']} hosts, {v['gpus']} GPUs)" for m, v in b["model"].items())
-                             or "none") + ".",
+        "By GPU model: " + (models or "none") + ".",
         "By driver: " + ("; ".join(f"{d} ({n})" for d, n in b["driver"].items()) or "none") + ".",
         "By kind of drift: " + ("; ".join(f"{k} ({n})" for k, n in b["drift"].items()) or "none") + ".",
         "",
