@@ -72,7 +72,8 @@ def run(argv, environment):
 
 
 def real_facts(work):
-    """facts.yml on one sandbox node; its cache entry (JSON) as a sandbox node really has it."""
+    """facts.yml on one sandbox node: its cache entry (JSON) as a sandbox node really has it, and the entry's file
+    name prefix (ansible-core 2.19's jsonfile names it s1_<host>)."""
     inventory, cache = work / "node.yml", work / "node-facts"
     subprocess.run(
         [FLEET, "up", "--name", "scale-node", "--fleet", "scale", "--profile", "a100-sxm4-40gb-x8-nvswitch",
@@ -81,10 +82,11 @@ def real_facts(work):
     )  # fmt: skip
     run([BIN / "ansible-playbook", "-i", inventory, ROOT / "playbooks/facts.yml", "-e",
          f"gpufleet_report_dir={work / 'node-report'}"], env(cache))  # fmt: skip
-    return (cache / "scale-node").read_text()
+    (entry,) = cache.iterdir()
+    return entry.read_text(), entry.name[: -len("scale-node")]
 
 
-def fleet(work, count, facts):
+def fleet(work, count, facts, prefix):
     """An inventory of `count` hosts in group gpu (with the shipped constructed config) and their cached facts."""
     base = work / f"fleet-{count}"
     inventory, cache = base / "inventory", base / "facts"
@@ -95,7 +97,7 @@ def fleet(work, count, facts):
     (inventory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": groups}}))
     shutil.copy(ROOT / "inventories/sandbox/zz-gpufleet.constructed.yml", inventory)
     for name in hosts:
-        (cache / name).write_text(facts)
+        (cache / f"{prefix}{name}").write_text(facts)
     (base / "report.yml").write_text(yaml.safe_dump(REPORT_PLAY))
     return base
 
@@ -119,9 +121,9 @@ def main():
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gpufleet-scale-"))
     try:
-        facts = real_facts(work)
+        facts, prefix = real_facts(work)
         print(f"facts of one sandbox node: {len(facts) / 1024:.0f} KiB per host in the cache", flush=True)
-        bases = {count: fleet(work, count, facts) for count in args.hosts}
+        bases = {count: fleet(work, count, facts, prefix) for count in args.hosts}
         results = {(count, what): [] for count in args.hosts for what in ("report", "inventory", "preflight")}
         for _round in range(args.rounds):
             for count in args.hosts:
