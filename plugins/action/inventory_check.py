@@ -59,7 +59,7 @@ def load_role_specs():
     return specs
 
 
-def host_values(templar, hostvars, host, prefixes, later):
+def host_values(templar, hostvars, host, prefixes, later, *, skip=frozenset()):
     """({name: value} of the collection's variables the inventory sets for host, [problems templating them],
     {name: what it waits for}). Templated with the host's variables and hostvars, as a play would. A value that
     waits for what only the play knows (inv.later_pattern: facts, role variables) is left to its role's check on the
@@ -67,7 +67,9 @@ def host_values(templar, hostvars, host, prefixes, later):
     values, problems, deferred = {}, [], {}
     raw = hostvars.raw_get(host)
     env = templar.copy_with_new_env(available_variables={**raw, "hostvars": hostvars})
-    for name in [n for n in raw if inv.wanted(n, prefixes)]:
+    # What the collection sets itself (skip: the schema's not_checked, the cached facts gpufleet_gpu and
+    # gpufleet_installed among them, tens of KiB a host) is neither templated nor checked.
+    for name in [n for n in raw if inv.wanted(n, prefixes) and n not in skip]:
         try:
             values[name] = env.template(raw[name])
         except AnsibleUndefinedVariable as err:
@@ -135,9 +137,12 @@ class ActionModule(ActionBase):
             return self.check_role(result, schema, role_specs, args, task_vars)
         hosts = args["hosts"] or task_vars.get("ansible_play_hosts_all") or []
         prefixes, later = inv.role_prefixes(role_specs), inv.later_pattern(role_specs)
+        skip = frozenset(schema["not_checked"])
         problems, stacks, deferred = {}, {}, {}
         for host in hosts:
-            values, problems[host], waits = host_values(self._templar, task_vars["hostvars"], host, prefixes, later)
+            values, problems[host], waits = host_values(
+                self._templar, task_vars["hostvars"], host, prefixes, later, skip=skip
+            )
             for name, fact in waits.items():
                 deferred.setdefault((name, fact), []).append(host)
             problems[host] += inv.check_host(schema, role_specs, values, args["playbook"], deferred=set(waits))

@@ -49,7 +49,7 @@ def test_redis_holds_the_facts_for_groups_and_the_report(tmp_path, ansible_env, 
         "all:\n  hosts:\n    node-r:\n      ansible_connection: local\n"
         f"      ansible_python_interpreter: {sys.executable}\n"
     )
-    shutil.copy(ROOT / "inventories/sandbox/zz-gpufleet.constructed.yml", inventory)
+    shutil.copy(ROOT / "inventories/sandbox/zz-gpufleet.groups.yml", inventory)
     env = dict(
         ansible_env,
         ANSIBLE_CACHE_PLUGIN="community.general.redis",

@@ -1,0 +1,44 @@
+# Copyright: (c) 2026, gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The groups a host's cached GPU facts put it in (the gpu_groups inventory plugin): pure functions.
+
+The same names the shipped constructed config used to make with Jinja, for every host of a fleet in a fraction of
+the time (no templating per host): gpu_model_<model>, driver_branch_<branch>, gpu_health_<status>,
+fabricmanager_required, gpu_driver_not_loaded.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+
+
+def safe(name):
+    """A group name as Ansible makes one safe (constructed's keyed groups): every other character becomes '_'."""
+    return _UNSAFE.sub("_", name)
+
+
+def groups_for(facts, prefixes=None):
+    """The group names for one host's cached facts (the fact cache's dict: gpufleet_gpu at its top)."""
+    prefixes = {"model": "gpu_model", "branch": "driver_branch", "health": "gpu_health", **(prefixes or {})}
+    gpu = (facts or {}).get("gpufleet_gpu")
+    if not isinstance(gpu, dict):
+        return []
+    found = []
+    if gpu.get("fabricmanager_required"):
+        found.append("fabricmanager_required")
+    if gpu.get("driver_state") in ("not_loaded", "mismatch"):
+        found.append("gpu_driver_not_loaded")
+    models = []
+    for card in gpu.get("gpus") or []:
+        name = card.get("name") if isinstance(card, dict) else None
+        if name and name not in models:
+            models.append(name)
+    found += [safe(f"{prefixes['model']}_{re.sub(r'^NVIDIA ', '', m).lower()}") for m in models]
+    version = gpu.get("driver_version")
+    if isinstance(version, str) and version:
+        found.append(safe(f"{prefixes['branch']}_{version.split('.')[0]}"))
+    if gpu.get("health_status"):
+        found.append(safe(f"{prefixes['health']}_{gpu['health_status']}"))
+    return found
