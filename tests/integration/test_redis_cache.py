@@ -1,6 +1,6 @@
 """Redis as the shared fact cache (community.general.redis, a real redis-server from Debian that this test starts):
-facts.yml fills it, the shipped constructed config makes groups from it, and the report reads it; no jsonfile cache
-is involved. Runs on this machine under the NVML simulator, as test_constructed_groups does with jsonfile."""
+facts.yml fills it, the shipped gpu_groups inventory config makes groups from it, and the report reads it; no
+jsonfile cache is involved. Runs on this machine under the NVML simulator, as test_constructed_groups does with jsonfile."""
 
 import json
 import shutil
@@ -73,7 +73,7 @@ def test_redis_holds_the_facts_for_groups_and_the_report(tmp_path, ansible_env, 
     assert cached["gpufleet_gpu"]["gpu_count"] == 8
     assert cached["gpufleet_installed"]["driver"]["present"] is False  # this machine: no driver packages
     assert not (tmp_path / "facts").exists(), "the jsonfile cache was not used"
-    # A later run reads them back: constructed groups from the cache, with no fact gathering.
+    # A later run reads them back: the groups from the cache, with no fact gathering.
     graph = subprocess.run([BIN / "ansible-inventory", "-i", inventory, "--export", "--list"],
                            env=env, capture_output=True, text=True, check=True)  # fmt: skip
     groups = {name: data.get("hosts", []) for name, data in json.loads(graph.stdout).items() if name != "_meta"}
