@@ -1,6 +1,7 @@
 """Redis as the shared fact cache (community.general.redis, a real redis-server from Debian that this test starts):
 facts.yml fills it, the shipped gpu_groups inventory config makes groups from it, and the report reads it; no
-jsonfile cache is involved. Runs on this machine under the NVML simulator, as test_constructed_groups does with jsonfile."""
+jsonfile cache is involved. Runs on this machine under the NVML simulator, as test_constructed_groups does with
+jsonfile."""
 
 import json
 import shutil
