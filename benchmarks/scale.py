@@ -4,7 +4,8 @@ synthetic inventories whose cached facts are copies of a real sandbox node's.
 One sandbox node (simulated 8x A100 with NVSwitch, the NVML simulator as its driver) runs playbooks/facts.yml once; its
 jsonfile cache entry is copied to every synthetic host (none reachable: none is contacted). For each size, alternating
 rounds, the median wall time and the peak memory (max RSS of the ansible process) of:
-  report     a play on the controller running gpufleet.stack.fleet_report over every host (the cached facts);
+  report     a play on the controller running gpufleet.stack.fleet_report over every host (the cached facts), into
+             an empty directory each time (an unchanged report is not rewritten: that would skip the rendering);
   inventory  ansible-inventory --graph with the shipped gpu_groups config (groups from the cached facts; --list would
              also print every host's 17 KiB of facts);
   preflight  site.yml --tags preflight (inventory_check over every host's variables, the matrix per distinct stack).
@@ -106,6 +107,7 @@ def fleet(work, count, facts, prefix):
 def measure(base, what):
     inventory, environment = base / "inventory", env(base / "facts")
     if what == "report":
+        shutil.rmtree(base / "report", ignore_errors=True)
         return run([BIN / "ansible-playbook", "-i", inventory, base / "report.yml", "-e",
                     f"report_dir={base / 'report'}"], environment)  # fmt: skip
     if what == "inventory":

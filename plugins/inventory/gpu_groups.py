@@ -35,10 +35,31 @@ EXAMPLES = r"""
 plugin: gpufleet.stack.gpu_groups
 """
 
+import json
+
 from ansible import constants as C
 from ansible.plugins.inventory import BaseInventoryPlugin
 from ansible.plugins.loader import cache_loader
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_groups import groups_for
+
+TAGGED = '"__ansible_type"'  # how Ansible's cache persistence marks a tagged value (vaulted, dated, ...)
+
+
+def cached_facts(cache, host):
+    """A host's facts from the fact cache. ansible-core 2.19 stores each entry as one JSON payload and decodes it with
+    a hook run on every object (tags, UTF-8 checks): 1.8 s for 5,000 hosts of 17 KiB, 1.0 s with json's plain decoder.
+    A payload holding no tagged value decodes the same either way, so it takes the plain decoder; anything else (a
+    tagged value, another ansible-core's cache layout) goes through the cache's own get."""
+    wrapped, key_of = getattr(cache, "__wrapped__", None), getattr(type(cache), "_get_key", None)
+    if wrapped is not None and key_of is not None:
+        try:
+            entry = wrapped.get(key_of(host))
+        except KeyError:
+            entry = None
+        payload = entry.get("__payload__") if isinstance(entry, dict) else None
+        if isinstance(payload, str) and TAGGED not in payload:
+            return json.loads(payload)
+    return cache.get(host)
 
 
 class InventoryModule(BaseInventoryPlugin):
@@ -55,6 +76,6 @@ class InventoryModule(BaseInventoryPlugin):
         for host in list(inventory.hosts):
             if not facts.contains(host):
                 continue
-            for group in groups_for(facts.get(host), prefixes):
+            for group in groups_for(cached_facts(facts, host), prefixes):
                 inventory.add_group(group)
                 inventory.add_child(group, host)

@@ -20,3 +20,42 @@ def test_a_node_whose_driver_is_not_loaded_and_mixed_models():
 
 def test_no_gpu_facts_no_groups():
     assert groups_for({"ansible_hostname": "x"}) == [] and groups_for(None) == []
+
+
+def interposed_memory_cache():
+    """The fact cache as ansible-core 2.19 hands it out: a cache plugin behind its payload interposer."""
+    from ansible._internal._plugins._cache import PluginInterposer
+    from ansible.plugins.cache.memory import CacheModule
+
+    return PluginInterposer(CacheModule())
+
+
+def test_cached_facts_decode_as_the_cache_does():
+    from ansible_collections.gpufleet.stack.plugins.inventory.gpu_groups import cached_facts
+
+    cache = interposed_memory_cache()
+    facts = {"gpufleet_gpu": {"driver_version": "570.133.20", "gpus": [{"name": "NVIDIA A100-SXM4-40GB"}] * 8,
+                              "kernel_log": ["NVRM: Xid (PCI:0000:07:00): 79 \u00e9"], "memory": None}}  # fmt: skip
+    cache.set("gpu-1", facts)
+    assert cached_facts(cache, "gpu-1") == cache.get("gpu-1") == facts
+
+
+def test_a_tagged_value_goes_through_the_cache_itself():
+    import datetime
+
+    from ansible_collections.gpufleet.stack.plugins.inventory.gpu_groups import TAGGED, cached_facts
+
+    cache = interposed_memory_cache()
+    cache.set("gpu-1", {"gathered": datetime.datetime(2026, 12, 2, 9, 0)})
+    assert TAGGED in cache.__wrapped__.get(cache._get_key("gpu-1"))["__payload__"]
+    assert cached_facts(cache, "gpu-1") == {"gathered": datetime.datetime(2026, 12, 2, 9, 0)}
+
+
+def test_a_cache_without_the_interposer_is_read_with_its_get():
+    from ansible_collections.gpufleet.stack.plugins.inventory.gpu_groups import cached_facts
+
+    class PlainCache:
+        def get(self, key):
+            return {"host": key}
+
+    assert cached_facts(PlainCache(), "gpu-1") == {"host": "gpu-1"}

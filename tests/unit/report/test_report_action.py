@@ -1,0 +1,42 @@
+"""The fleet_report action's own pieces: the JSON file's layout and templating each shared inventory value once."""
+
+import json
+
+from ansible_collections.gpufleet.stack.plugins.action.fleet_report import _report_json, _templating_once
+
+
+class CountingTemplar:
+    def __init__(self):
+        self.calls = 0
+
+    def template(self, value):
+        self.calls += 1
+        return {"templated": value} if isinstance(value, dict) else value
+
+
+def test_the_json_report_is_the_same_document_with_one_host_per_line():
+    rows = [
+        {"host": f"gpu-{i}", "drift": ["CUDA 12.8 not installed (have none)"], "gpus": [{"temp": 31}]} for i in (1, 2)
+    ]
+    text = _report_json("2026-12-02 09:00 UTC", {"hosts": 2, "ok": 0}, rows)
+    assert json.loads(text) == {"generated": "2026-12-02 09:00 UTC", "summary": {"hosts": 2, "ok": 0}, "rows": rows}
+    assert [line for line in text.splitlines() if '"host": ' in line] == [
+        json.dumps(row, sort_keys=True) + "," * (i == 0) for i, row in enumerate(rows)]  # fmt: skip
+
+
+def test_an_empty_fleet_is_still_valid_json():
+    assert json.loads(_report_json("now", {"hosts": 0}, []))["rows"] == []
+
+
+def test_a_group_value_shared_by_every_host_is_templated_once():
+    templar, group_stack, own_stack = CountingTemplar(), {"driver": "{{ driver }}"}, {"driver": "570.133.20"}
+    template = _templating_once(templar)
+    results = [template(group_stack) for _host in range(5000)] + [template(own_stack), template(None)]
+    assert templar.calls == 3
+    assert results[0] == {"templated": group_stack} and results[5000] == {"templated": own_stack}
+
+
+def test_plain_values_are_templated_each_time():
+    templar = CountingTemplar()
+    template = _templating_once(templar)
+    assert [template("{{ x }}"), template("{{ x }}")] == ["{{ x }}", "{{ x }}"] and templar.calls == 2
