@@ -28,6 +28,7 @@ ARGUMENT_SPEC = {
     "strict": {"type": "bool", "default": False},
     "matrix_extra": {"type": "list", "elements": "dict"},
     "python_envs": {"type": "list", "elements": "path", "default": []},
+    "gpus": {"type": "list", "elements": "raw"},
 }
 
 
@@ -85,6 +86,8 @@ class ActionModule(ActionBase):
                     return dict(result, **facts)
                 result["ansible_facts"] = facts.get("ansible_facts", {})
                 stack = si.from_installed(result["ansible_facts"].get("gpufleet_installed"))
+            if args["gpus"] is not None:
+                stack["gpus"] = si.gpus(args["gpus"])
         except si.InputError as err:
             raise AnsibleActionFail(str(err)) from err
         checks = rules.evaluate(matrix, stack, args["expect"])

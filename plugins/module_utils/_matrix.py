@@ -7,6 +7,8 @@ Pure functions over already-parsed data (the action plugin reads data/compat_mat
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
 
 REQUIRED = {
@@ -19,8 +21,14 @@ REQUIRED = {
     "tensorflow": ("version", "cuda", "cudnn"),
     "horovod": ("horovod", "framework"),
     "fabricmanager": ("rule",),
+    "gpu_model": ("match", "cc"),
+    "gpu_arch": ("arch", "cc"),
+    "wheel_archs": ("name", "version", "variant", "archs"),
 }
-PINS = ("cuda", "min_driver", "branch", "max_cuda", "cudnn", "nccl", "version", "horovod", "works", "breaks")
+PINS = ("cuda", "min_driver", "branch", "max_cuda", "cudnn", "nccl", "version", "horovod", "works", "breaks", "cc")
+PINS += ("min_branch", "last_branch", "cuda_min", "cuda_max")
+PATTERNS = ("match", "model")
+FLAVORS = ("open", "proprietary")
 
 
 class MatrixError(ValueError):
@@ -62,6 +70,17 @@ def _check(row, origin):
             bad = v.valid_spec(row[key])
             if bad:
                 raise MatrixError(f"{origin} row {row['id']}: {key} {row[key]!r}: {bad}")
+    for key in PATTERNS:
+        if row.get(key):
+            try:
+                re.compile(str(row[key]))
+            except re.error as err:
+                msg = f"{origin} row {row['id']}: {key} {row[key]!r} is not a regular expression: {err}"
+                raise MatrixError(msg) from err
+    if kind == "wheel_archs" and not re.fullmatch(r"\d+\.\d+(;\d+\.\d+)*(\+PTX)?", str(row["archs"])):
+        raise MatrixError(f"{origin} row {row['id']}: archs {row['archs']!r}: write them as 7.5;8.0;9.0+PTX")
+    if kind == "gpu_arch" and not set(row.get("flavors") or FLAVORS) <= set(FLAVORS):
+        raise MatrixError(f"{origin} row {row['id']}: flavors {row['flavors']!r}: each one of {', '.join(FLAVORS)}")
     return dict(row)
 
 
@@ -108,4 +127,27 @@ def framework_row(matrix, name, version):
 
 def tensorflow_row(matrix, version):
     found = [r for r in rows(matrix, "tensorflow") if v.matches(r["version"], version)]
+    return max(found, key=lambda r: len(str(r["version"])), default=None)
+
+
+def gpu_model_cc(matrix, name):
+    """The compute capability of a product name ("NVIDIA H100 80GB HBM3" -> "9.0") from the gpu_model rows, or None."""
+    row = next((r for r in rows(matrix, "gpu_model") if re.search(str(r["match"]), name or "", re.I)), None)
+    return (str(row["cc"]), row) if row else (None, None)
+
+
+def gpu_arch_row(matrix, cc, name=None):
+    """The gpu_arch row for a compute capability; one narrowed to matching product names (Grace Hopper) first."""
+    fits = [r for r in rows(matrix, "gpu_arch") if v.matches(r["cc"], cc)]
+    named = [r for r in fits if r.get("model") and re.search(str(r["model"]), name or "", re.I)]
+    return next(iter(named), None) or next((r for r in fits if not r.get("model")), None)
+
+
+def wheel_archs_row(matrix, name, version, variant):
+    """The most specific wheel_archs row for a framework build, or None."""
+    found = [
+        r
+        for r in rows(matrix, "wheel_archs")
+        if r["name"] == name and r["variant"] == variant and v.matches(r["version"], version)
+    ]
     return max(found, key=lambda r: len(str(r["version"])), default=None)

@@ -3,17 +3,20 @@
 """Turn stack_assert's inputs into one shape: from `versions:` as given, or from stack_facts' findings.
 
 Pure functions. The shape ("stack"):
-  driver, max_cuda, max_cuda_source, cuda [list], cudnn, cudnn_cuda, nccl, nccl_cuda, fabricmanager,
-  container_toolkit, horovod, frameworks [{name, version, cuda, cuda_source, bundles, env}], origin, notes
+  driver, driver_flavor, max_cuda, max_cuda_source, cuda [list], cudnn, cudnn_cuda, nccl, nccl_cuda, fabricmanager,
+  container_toolkit, horovod, frameworks [{name, version, cuda, cuda_source, bundles, env}], gpus [{name, cc}],
+  origin, notes
 """
 
 from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_gpu as gpu_rules
 from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
 
 KEYS = ("driver", "cuda", "cudnn", "nccl", "fabricmanager", "container_toolkit", "framework", "horovod")
+FLAVORS = ("open", "proprietary")
 
 
 class InputError(ValueError):
@@ -58,9 +61,15 @@ def from_versions(versions):
         fw = parse_framework(versions["framework"])
         frameworks.append(dict(fw, cuda_source="given" if fw["cuda"] else None, bundles={}, env=None))
     nccl = versions.get("nccl")
+    flavor = versions.get("driver_flavor")
+    if flavor not in (None, "") and flavor not in FLAVORS:
+        raise InputError(f"versions.driver_flavor {flavor!r} is not one of {', '.join(FLAVORS)}")
+    given = versions.get("gpu")
     return {
         "origin": "versions",
         "driver": _text(versions.get("driver"), "driver"),
+        "driver_flavor": flavor or None,
+        "gpus": gpus(given if isinstance(given, list) else [given] if given not in (None, "") else [], "versions.gpu"),
         "max_cuda": None,
         "max_cuda_source": None,
         "cuda": cudas,
@@ -74,6 +83,21 @@ def from_versions(versions):
         "frameworks": frameworks,
         "notes": [],
     }
+
+
+def gpus(items, where="gpus"):
+    """[{name, cc}] from gpu_facts' GPUs (dicts with name and compute_capability) or from what a user writes (product
+    names, compute capabilities, sm_XY)."""
+    out = []
+    for item in items or []:
+        if isinstance(item, dict) and (item.get("name") or item.get("compute_capability")):
+            out += gpu_rules.from_facts([item])
+        elif isinstance(item, (str, int, float)) and str(item).strip():
+            out.append(gpu_rules.parse_gpu(item))
+        else:
+            raise InputError(f"{where}: {item!r} is not a GPU; give a product name (H100), a compute capability "
+                             "('9.0') or gpu_facts' GPUs")  # fmt: skip
+    return out
 
 
 def from_installed(installed):
@@ -109,6 +133,8 @@ def from_installed(installed):
     return {
         "origin": "host",
         "driver": driver.get("loaded_version") or driver.get("package_version") or driver.get("library_version"),
+        "driver_flavor": driver.get("flavor"),
+        "gpus": [],
         "max_cuda": driver.get("max_cuda"),
         "max_cuda_source": driver.get("max_cuda_source"),
         "cuda": [t["version"] for t in toolkits if t.get("version")],

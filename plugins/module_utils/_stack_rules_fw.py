@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules as r
+from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_gpu as gpu
 from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
 
 
@@ -50,6 +51,17 @@ def rule_framework(matrix, stack):
             )
             continue
         variant = v.variant_from_cuda(cuda)
+        if variant not in row.get("variants", []) and row.get("variants_known") is False:
+            out.append(
+                r.check(
+                    "framework_cuda",
+                    r.UNKNOWN,
+                    f"{label}: the matrix knows only its PyPI default ({row['default']}), not whether a {variant} "
+                    "wheel exists; give framework.cuda as one the release publishes or add the variant to the row",
+                    mx.cite(row),
+                )
+            )
+            continue
         if variant not in row.get("variants", []):
             out.append(
                 r.check(
@@ -235,6 +247,7 @@ def evaluate(matrix, stack, expect=None):
         + rule_framework(matrix, stack)
         + rule_horovod(matrix, stack)
         + r.rule_fabricmanager(matrix, stack)
+        + gpu.rule_gpu(matrix, stack, framework_cuda)
         + rule_expect(stack, expect)
     )
 

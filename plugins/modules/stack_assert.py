@@ -22,7 +22,9 @@ description:
   - "Rules: driver vs CUDA toolkit (full support, minor-version compatibility, unsupported); driver branch and the
     highest CUDA it reports; cuDNN build vs CUDA major and its driver floor; NCCL build vs CUDA; a framework wheel's
     CUDA variant vs the driver; bundled vs system cuDNN/NCCL; TensorFlow's tested cuDNN/CUDA; Horovod vs framework;
-    Fabric Manager equal to the driver; a loaded driver that differs from the installed one."
+    Fabric Manager equal to the driver; a loaded driver that differs from the installed one; and for the GPUs
+    (O(gpus), or C(gpu) in O(versions)): the driver branch drives their architecture, every CUDA toolkit and
+    framework build compiles for it, the kernel-module flavour drives it."
   - The matrix is C(data/compat_matrix.yml) in the collection; each row cites its source and the date it was read.
 author:
   - gpufleet.stack maintainers (@gpufleet)
@@ -31,7 +33,9 @@ options:
     description:
       - The stack to check, shaped like C(gpufleet_stack). Keys C(driver), C(cuda) (one or a list), C(cudnn),
         C(nccl) (may carry a C(+cudaX.Y) build), C(fabricmanager), C(container_toolkit), C(horovod) and
-        C(framework) (C({name, version, cuda}) or the shorthand C(torch==2.7.1+cu128)). Other keys are ignored.
+        C(framework) (C({name, version, cuda}) or the shorthand C(torch==2.7.1+cu128)), C(driver_flavor)
+        (V(open) or V(proprietary)) and C(gpu) (a product name such as V(NVIDIA H100 80GB HBM3) or V(A100), a
+        compute capability such as V(9.0), or an C(sm_XY) target; one or a list). Other keys are ignored.
       - When a framework's CUDA variant is not given, the variant a plain C(pip install name==version) gets from PyPI
         is assumed (from the matrix).
       - Omit to detect the stack on the host.
@@ -42,6 +46,13 @@ options:
         M(gpufleet.stack.gpu_facts) with C(stack=true) earlier in the play; judged on the controller, no module run.
       - Mutually exclusive with O(versions).
     type: dict
+  gpus:
+    description:
+      - The GPUs to check the stack against, as C(ansible_facts['gpufleet_gpu']['gpus']) from
+        M(gpufleet.stack.gpu_facts) (each with C(name) and C(compute_capability)), or names and compute
+        capabilities as in C(versions.gpu). Replaces C(versions.gpu) when both are given.
+    type: list
+    elements: raw
   expect:
     description:
       - Desired pins the host's findings must match, same keys as O(versions). A pin is exact (V(570.133.20)),

@@ -135,7 +135,7 @@ def test_architecture_and_compute_capability_from_the_dump_or_the_model(tmp_path
     assert got["a100-sxm4-40gb-mig-r510-x"] == ("AMPERE", [8, 0])
     assert got["rtx-3060-r570-x"] == ("AMPERE", [8, 6])
     assert got["quadro-p400-r418-x"] == ("PASCAL", [6, 1])  # R418 prints no architecture: from the model
-    assert got["tesla-m10-4gpu-r390-x"] == ("MAXWELL", [5, 2])
+    assert got["tesla-m10-4gpu-r390-x"] == ("MAXWELL", [5, 0])
 
 
 def test_the_simulator_answers_what_the_real_card_reported(libdir, tmp_path):

@@ -1,0 +1,50 @@
+"""tools/matrix-refresh: the committed torch rows are what PyPI's recorded metadata (tests/fixtures/pypi/torch.json,
+read with pip --report) gives, and the tool notices a row that drifted from it."""
+
+import copy
+import json
+import subprocess
+import sys
+from importlib.machinery import SourceFileLoader
+from importlib.util import module_from_spec, spec_from_loader
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+TOOL = ROOT / "tools" / "matrix-refresh"
+RECORDED = json.loads((ROOT / "tests" / "fixtures" / "pypi" / "torch.json").read_text())
+
+
+def tool():
+    loader = SourceFileLoader("matrix_refresh", str(TOOL))
+    module = module_from_spec(spec_from_loader("matrix_refresh", loader))
+    loader.exec_module(module)
+    return module
+
+
+def test_the_committed_rows_match_the_recorded_metadata():
+    proc = subprocess.run([sys.executable, str(TOOL), "check"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(RECORDED["releases"]) >= {"2.0.1", "2.7.1", "2.11.0", "2.15.0"}
+
+
+def test_rows_from_both_metadata_forms():
+    mr = tool()
+    # torch 2.0.1: "nvidia-cuda-runtime-cu11 (==11.7.99)" in its day's form; 2.11.0: cuda-toolkit[...]==13.0.2.
+    old, new = (mr.row_from(v, RECORDED["releases"][v]["requires"]) for v in ("2.0.1", "2.11.0"))
+    assert old == {"id": "torch-2.0", "default": "cu117",
+                   "bundles": {"cu117": {"cudnn": "8.5.0.96", "nccl": "2.14.3"}}}  # fmt: skip
+    assert new == {"id": "torch-2.11", "default": "cu130",
+                   "bundles": {"cu130": {"cudnn": "9.19.0.56", "nccl": "2.28.9"}}}  # fmt: skip
+
+
+def test_a_drifted_row_is_reported():
+    mr = tool()
+    changed = copy.deepcopy(RECORDED)
+    changed["releases"]["2.8.0"]["requires"] = [
+        r.replace("nvidia-nccl-cu12==2.27.3", "nvidia-nccl-cu12==2.27.4")
+        for r in changed["releases"]["2.8.0"]["requires"]
+    ]
+    assert mr.differences(changed) == [
+        "torch-2.8: bundles.cu128 {'cudnn': '9.10.2.21', 'nccl': '2.27.3'} but PyPI 2.8.0 requires "
+        "{'cudnn': '9.10.2.21', 'nccl': '2.27.4'}"
+    ]
