@@ -24,9 +24,10 @@ REQUIRED = {
     "gpu_model": ("match", "cc"),
     "gpu_arch": ("arch", "cc"),
     "wheel_archs": ("name", "version", "variant", "archs"),
+    "toolkit_cve": ("cve", "affected", "fixed", "what"),
 }
 PINS = ("cuda", "min_driver", "branch", "max_cuda", "cudnn", "nccl", "version", "horovod", "works", "breaks", "cc")
-PINS += ("min_branch", "last_branch", "cuda_min", "cuda_max")
+PINS += ("min_branch", "last_branch", "cuda_min", "cuda_max", "affected", "fixed")
 PATTERNS = ("match", "model")
 FLAVORS = ("open", "proprietary")
 
@@ -79,6 +80,8 @@ def _check(row, origin):
                 raise MatrixError(msg) from err
     if kind == "wheel_archs" and not re.fullmatch(r"\d+\.\d+(;\d+\.\d+)*(\+PTX)?", str(row["archs"])):
         raise MatrixError(f"{origin} row {row['id']}: archs {row['archs']!r}: write them as 7.5;8.0;9.0+PTX")
+    if row.get("eol") and not re.fullmatch(r"\d{4}-\d{2}(-\d{2})?|ended", str(row["eol"])):
+        raise MatrixError(f"{origin} row {row['id']}: eol {row['eol']!r}: write YYYY-MM, YYYY-MM-DD or ended")
     if kind == "gpu_arch" and not set(row.get("flavors") or FLAVORS) <= set(FLAVORS):
         raise MatrixError(f"{origin} row {row['id']}: flavors {row['flavors']!r}: each one of {', '.join(FLAVORS)}")
     return dict(row)

@@ -224,3 +224,63 @@ def rule_fabricmanager(matrix, stack):
             mx.cite(row) if row else None,
         )
     ]
+
+
+def rule_driver_lifecycle(matrix, stack, today):
+    """A driver branch past its end of life (the branch row's `eol`) gets no more security fixes: a warning naming
+    the branches still supported. `today` is an ISO date (the caller's clock; fixed in tests and docs)."""
+    driver = stack["driver"]
+    row = mx.branch_row(matrix, driver) if driver else None
+    if row is None or not row.get("eol"):
+        return []
+    kind = f" ({row['lifecycle']})" if row.get("lifecycle") else ""
+    if not _ended(row, today):
+        supported = f"driver branch {row['branch']}{kind} is supported until {row['eol']}"
+        return [check("driver_lifecycle", OK, supported, mx.cite(row))]
+    alive = sorted(
+        (r for r in mx.rows(matrix, "branch") if r.get("eol") and r.get("lifecycle") and not _ended(r, today)),
+        key=lambda r: v.parse(r["branch"]),
+    )
+    choose = ", ".join(f"{r['branch']} ({r['lifecycle']}, until {r['eol']})" for r in alive) or "a supported branch"
+    when = "" if row["eol"] == "ended" else f" in {row['eol']}"
+    return [
+        check(
+            "driver_lifecycle",
+            WARNING,
+            f"driver branch {row['branch']}{kind} reached its end of life{when}: no more security or bug fixes; "
+            f"move to {choose}",
+            mx.cite(row),
+        )
+    ]
+
+
+def _ended(row, today):
+    """Whether a branch row's end of life ("2026-06": through June; "ended") is before `today` (YYYY-MM-DD)."""
+    eol = str(row["eol"])
+    return eol == "ended" or today[: len(eol)] > eol
+
+
+def rule_container_toolkit(matrix, stack):
+    """The NVIDIA Container Toolkit against the CVEs published for it (toolkit_cve rows): a violation naming each CVE
+    the version has and the first version without any of them."""
+    version = stack.get("container_toolkit")
+    if not version:
+        return []
+    known = mx.rows(matrix, "toolkit_cve")
+    hits = [r for r in known if v.matches(r["affected"], version)]
+    if not hits:
+        clean = f"nvidia-container-toolkit {version} has none of the {len(known)} CVEs in the matrix"
+        return [check("container_toolkit_cve", OK, clean)]
+    floor = max((str(r["fixed"]) for r in hits), key=v.parse)
+    listed = "; ".join(f"{r['cve']} ({r['what']}, fixed in {r['fixed']})" for r in hits)
+    # Asking for a vulnerable version is refused; one already on a host is a finding to act on, not a failed install.
+    status = VIOLATION if stack.get("origin") == "versions" else WARNING
+    return [
+        check(
+            "container_toolkit_cve",
+            status,
+            f"nvidia-container-toolkit {version} has {listed}: upgrade it to {floor} or newer "
+            "(gpufleet_stack.container_toolkit)",
+            "; ".join(mx.cite(r) for r in hits),
+        )
+    ]

@@ -7,6 +7,8 @@ Pure functions; see _stack_rules for the check shape.
 
 from __future__ import annotations
 
+import datetime
+
 from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules as r
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_gpu as gpu
@@ -236,17 +238,20 @@ def rule_driver_loaded(stack):
     return out
 
 
-def evaluate(matrix, stack, expect=None):
-    """Every check, in a stable order."""
+def evaluate(matrix, stack, expect=None, today=None):
+    """Every check, in a stable order; `today` (ISO date, default the clock) decides a driver branch's end of life."""
+    today = today or datetime.date.today().isoformat()
     return (
         r.rule_driver_cuda(matrix, stack)
         + r.rule_driver_branch(matrix, stack)
+        + r.rule_driver_lifecycle(matrix, stack, today)
         + rule_driver_loaded(stack)
         + r.rule_cudnn(matrix, stack)
         + r.rule_nccl(matrix, stack)
         + rule_framework(matrix, stack)
         + rule_horovod(matrix, stack)
         + r.rule_fabricmanager(matrix, stack)
+        + r.rule_container_toolkit(matrix, stack)
         + gpu.rule_gpu(matrix, stack, framework_cuda)
         + rule_expect(stack, expect)
     )

@@ -49,10 +49,10 @@ def test_extra_rows_add_and_override(shipped):
             "read": "2026-12-02",
         },
         {
-            "id": "cuda-13.2",
+            "id": "cuda-13.5",
             "kind": "cuda_driver",
-            "cuda": "13.2",
-            "min_driver": "600.1",
+            "cuda": "13.5",
+            "min_driver": "620.1",
             "source": "x",
             "read": "2027",
         },
@@ -60,7 +60,7 @@ def test_extra_rows_add_and_override(shipped):
     matrix = mx.build(shipped, extra)
     assert mx.cuda_min_driver(matrix, "12.8")["min_driver"] == "570.124.06"
     assert mx.cuda_min_driver(matrix, "12.8")["read"] == "2026-12-02"
-    assert mx.cuda_min_driver(matrix, "13.2")["min_driver"] == "600.1"
+    assert mx.cuda_min_driver(matrix, "13.5")["min_driver"] == "620.1"
     assert len(matrix["rows"]) == len(shipped["rows"]) + 1
 
 

@@ -10,6 +10,7 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_input
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_fw as rules
 
 MATRIX = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yml"
+TODAY = "2026-12-02"  # branches' end of life are judged on a fixed day
 SANDBOX = Path(__file__).resolve().parents[3] / "inventories" / "sandbox" / "group_vars" / "all.yml"
 
 
@@ -19,7 +20,7 @@ def matrix():
 
 
 def run(matrix, versions, expect=None, rule=None):
-    checks = rules.evaluate(matrix, si.from_versions(versions), expect)
+    checks = rules.evaluate(matrix, si.from_versions(versions), expect, today=TODAY)
     return [c for c in checks if rule is None or c["rule"] == rule]
 
 
@@ -30,7 +31,8 @@ def statuses(checks):
 def test_sandbox_desired_stack_is_compatible(matrix):
     stack = yaml.safe_load(SANDBOX.read_text())["gpufleet_stack"]
     checks = run(matrix, stack)
-    assert statuses(checks) and set(statuses(checks)) == {"ok"}, checks
+    # R570 (a production branch) reached its end of life in 2026-02: a warning, the only one.
+    assert [c["rule"] for c in checks if c["status"] != "ok"] == ["driver_lifecycle"], checks
     assert rules.verdict(checks) == (True, None)
     # every family the stack touches was evaluated
     assert {c["rule"] for c in checks} >= {
@@ -69,7 +71,7 @@ def test_driver_vs_cuda(matrix, driver, cuda, status, words):
 def test_driver_branch_reports_highest_cuda(matrix):
     (c,) = run(matrix, {"driver": "550.54.14"}, rule="driver_branch")
     assert c["status"] == "ok" and "reports CUDA 12.4" in c["message"] and "by branch" in c["message"]
-    (c,) = run(matrix, {"driver": "610.10"}, rule="driver_branch")
+    (c,) = run(matrix, {"driver": "615.10"}, rule="driver_branch")
     assert c["status"] == "unknown"
 
 
@@ -83,7 +85,7 @@ def test_driver_branch_prefers_libcuda(matrix):
             }
         }
     )
-    (c,) = [x for x in rules.evaluate(matrix, stack) if x["rule"] == "driver_branch"]
+    (c,) = [x for x in rules.evaluate(matrix, stack, today=TODAY) if x["rule"] == "driver_branch"]
     assert c["source"] == "libcuda cuDriverGetVersion"
 
 
@@ -249,3 +251,38 @@ def test_bad_expect_is_named():
         si.check_expect({"cudnn": "~9"})
     with pytest.raises(si.InputError, match=re.escape("expect.cudn is not one of")):
         si.check_expect({"cudn": "9"})
+
+
+@pytest.mark.parametrize(
+    ("driver", "today", "status", "words"),
+    [
+        ("580.95.05", "2026-12-02", "ok", "580 (LTSB) is supported until 2028-06"),
+        ("570.133.20", "2026-02-27", "ok", "supported until 2026-02"),  # through its last month
+        ("570.133.20", "2026-03-01", "warning", "570 (PB) reached its end of life in 2026-02"),
+        ("550.54.15", "2026-12-02", "warning", "550 reached its end of life: no more security or bug fixes"),
+        ("535.261.03", "2026-12-02", "warning", "move to 580 (LTSB, until 2028-06), 595 (PB, until 2027-03)"),
+        ("610.43.02", "2026-12-02", "warning", "610 (NFB) reached its end of life in 2026-08"),
+    ],
+)
+def test_driver_branch_end_of_life(matrix, driver, today, status, words):
+    (c,) = [x for x in rules.evaluate(matrix, si.from_versions({"driver": driver}), today=today)
+            if x["rule"] == "driver_lifecycle"]  # fmt: skip
+    assert c["status"] == status and words in c["message"], c
+
+
+def test_container_toolkit_cves(matrix):
+    (c,) = run(matrix, {"container_toolkit": "1.17.3"}, rule="container_toolkit_cve")
+    assert c["status"] == "violation"
+    assert (
+        "CVE-2025-23359 (container escape, a bypass of the CVE-2024-0132 fix (bulletin 5616), fixed in 1.17.4)"
+        in (c["message"])
+    )
+    assert "CVE-2024-0132" not in c["message"].split("bypass")[0] and c["message"].endswith(
+        "upgrade it to 1.19.1 or newer (gpufleet_stack.container_toolkit)"
+    )
+    (c,) = run(matrix, {"container_toolkit": "1.19.1"}, rule="container_toolkit_cve")
+    assert c["status"] == "ok" and "none of the 7 CVEs" in c["message"]
+    # Already installed on a host: a finding (warning), not a failed verification.
+    stack = si.from_installed({"container_toolkit": {"version": "1.17.8"}})
+    (c,) = [x for x in rules.evaluate(matrix, stack, today=TODAY) if x["rule"] == "container_toolkit_cve"]
+    assert c["status"] == "warning" and c["message"].startswith("nvidia-container-toolkit 1.17.8 has CVE-2026-24260")

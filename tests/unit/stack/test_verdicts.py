@@ -12,7 +12,8 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_input
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_fw as rules
 
 ROOT = Path(__file__).resolve().parents[3]
-STACKS = yaml.safe_load((ROOT / "docs" / "stacks.yml").read_text())["stacks"]
+DOC = yaml.safe_load((ROOT / "docs" / "stacks.yml").read_text())
+STACKS, AS_OF = DOC["stacks"], str(DOC["as_of"])
 ORDER = ("violation", "unknown", "warning", "ok")
 
 
@@ -28,7 +29,7 @@ def test_at_least_40_stacks_of_every_verdict():
 
 @pytest.mark.parametrize("stack", STACKS, ids=[s["why"] for s in STACKS])
 def test_each_stack_gets_its_verdict(matrix, stack):
-    checks = rules.evaluate(matrix, si.from_versions(stack["versions"]))
+    checks = rules.evaluate(matrix, si.from_versions(stack["versions"]), today=AS_OF)
     worst = next((s for s in ORDER if any(c["status"] == s for c in checks)), "ok")
     assert worst == stack["expect"], [c for c in checks if c["status"] == worst]
 
