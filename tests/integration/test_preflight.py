@@ -57,25 +57,25 @@ def test_inventory_rows_extend_the_matrix(tmp_path, ansible_env):
     """gpufleet_compat_matrix_extra adds rows without editing the collection: a newer driver branch and toolkit
     than the shipped matrix knows are `unknown`, which fails only with strict; the site's rows make them known.
     """
-    stack = dict(SANDBOX_STACK, driver="600.10.01", cuda="13.2", cudnn="9.20.0", nccl="2.28.3")
+    stack = dict(SANDBOX_STACK, driver="600.10.01", cuda="13.4", cudnn="9.20.0", nccl="2.28.3")
     group_vars = {"gpufleet_stack": stack, "gpufleet_stack_strict": True}
     rc, out = run(tmp_path, ansible_env, group_vars)
-    assert "no Table 3 row for CUDA 13.2" in out and "driver 600.10.01: its branch is not in the matrix" in out, out
+    assert "no Table 3 row for CUDA 13.4" in out and "driver 600.10.01: its branch is not in the matrix" in out, out
     assert "UNREACHABLE" not in out and rc != 0, out
     extra = [
         {
-            "id": "cuda-13.2",
+            "id": "cuda-13.4",
             "kind": "cuda_driver",
-            "cuda": "13.2",
+            "cuda": "13.4",
             "min_driver": "600.10.01",
-            "source": "CUDA 13.2 release notes, Table 3 (site copy)",
+            "source": "CUDA 13.4 release notes, Table 3 (site copy)",
             "read": "2027-03-01",
         },
         {
             "id": "branch-600",
             "kind": "branch",
             "branch": "600",
-            "max_cuda": "13.2",
+            "max_cuda": "13.4",
             "source": "site",
             "read": "2027-03-01",
         },
@@ -89,7 +89,7 @@ def test_warnings_and_unknowns_show_without_verbose_once_per_distinct_stack(tmp_
     """Three hosts share a stack that runs only through CUDA minor-version compatibility and names a torch release
     the matrix does not know: each verdict is printed once, naming the hosts, with no -v; not strict, so the run
     goes on to the hosts."""
-    stack = dict(SANDBOX_STACK, cuda="12.9", framework="torch==2.11.0")
+    stack = dict(SANDBOX_STACK, cuda="12.9", framework="torch==1.13.1")
     rc, out = run(tmp_path, ansible_env, {"gpufleet_stack": stack}, hosts=("gpu-a", "gpu-b", "gpu-c"))
     warnings = [line for line in out.splitlines() if line.startswith("[WARNING]: gpu-a, gpu-b, gpu-c: ")]
     assert len(warnings) >= 2, out
@@ -97,7 +97,7 @@ def test_warnings_and_unknowns_show_without_verbose_once_per_distinct_stack(tmp_
         sum("warning [driver_cuda] CUDA toolkit 12.9 runs on driver 570.133.20 only through" in w for w in warnings)
         == 1
     )
-    unknown = [w for w in warnings if "unknown [framework_cuda] torch 2.11.0 is not in the matrix" in w]
+    unknown = [w for w in warnings if "unknown [framework_cuda] torch 1.13.1 is not in the matrix" in w]
     assert len(unknown) == 1 and "gpufleet_compat_matrix_extra" in unknown[0], out
     assert "UNREACHABLE" in out and rc != 0, out
 
