@@ -123,6 +123,18 @@ def _tensorflow(matrix, stack, fw):
                     mx.cite(row),
                 )
             )
+        elif lib == "cudnn" and v.compare(v.major_minor(have), v.major_minor(want)) < 0:
+            # XLA refuses it at start: "Loaded runtime CuDNN library: 9.1.0 but source was compiled with: 9.3.0.
+            # CuDNN library needs to have matching major version and equal or higher minor version."
+            out.append(
+                r.check(
+                    "framework_libraries",
+                    r.VIOLATION,
+                    f"{label} was built against cudnn {want}; the system's cudnn {have} has an older minor version, "
+                    f"which XLA refuses at start (same major, equal or newer minor): install cudnn >= {want}",
+                    mx.cite(row),
+                )
+            )
         elif v.compare(have, want) < 0:
             out.append(
                 r.check(

@@ -162,7 +162,9 @@ def test_bundled_libraries_named(matrix):
         ({"framework": "tensorflow==2.18.0", "cuda": "12.5", "cudnn": "9.3.0"}, ["ok", "ok"]),
         ({"framework": "tensorflow==2.18.0", "cuda": "12.5", "cudnn": "8.9.7"}, ["ok", "violation"]),
         ({"framework": "tensorflow==2.16.1", "cuda": "12.3", "cudnn": "8.9.4"}, ["ok", "ok"]),
-        ({"framework": "tensorflow==2.18.0", "cuda": "12.5", "cudnn": "9.1.0"}, ["ok", "warning"]),
+        ({"framework": "tensorflow==2.18.0", "cuda": "12.5", "cudnn": "9.1.0"}, ["ok", "violation"]),  # XLA's rule
+        ({"framework": "tensorflow==2.18.0", "cuda": "12.5", "cudnn": "9.3.0.75"}, ["ok", "ok"]),
+        ({"framework": "tensorflow==2.18.0", "cuda": "12.3", "cudnn": "9.8.0"}, ["warning", "ok"]),
     ],
 )
 def test_tensorflow_uses_system_libraries(matrix, versions, status):
