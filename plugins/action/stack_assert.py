@@ -94,6 +94,11 @@ class ActionModule(ActionBase):
         what = "the given versions (versions:)" if stack["origin"] == "versions" else "the stack installed on the host"
         compatible, message = rules.verdict(checks, strict=args["strict"], what=what)
         result.update(changed=False, compatible=compatible, checks=checks, evaluated=stack)
+        # Printed without -v, once per distinct text however many hosts share it (a branch past its end of life, a
+        # toolkit with a published CVE ...).
+        warned = [f"[{c['rule']}] {c['message']}" for c in checks if c["status"] == "warning"]
+        if warned:
+            result["warnings"] = result.get("warnings", []) + warned
         if message:
             result.update(failed=True, msg=message)
         else:

@@ -26,6 +26,8 @@ description:
     (O(gpus), or C(gpu) in O(versions)): the driver branch drives their architecture, every CUDA toolkit and
     framework build compiles for it, the kernel-module flavour drives it."
   - The matrix is C(data/compat_matrix.yml) in the collection; each row cites its source and the date it was read.
+  - Warnings (a stack that runs with limits, a driver branch past its end of life, an installed Container Toolkit
+    with a published CVE) are also returned as Ansible warnings, shown without C(-v) once per distinct text.
 author:
   - gpufleet.stack maintainers (@gpufleet)
 options:
@@ -133,7 +135,9 @@ checks:
   elements: dict
   contains:
     rule:
-      description: Rule name, e.g. C(driver_cuda), C(cudnn_cuda), C(framework_driver), C(fabricmanager_driver).
+      description: >-
+        Rule name, e.g. C(driver_cuda), C(cudnn_cuda), C(framework_driver), C(fabricmanager_driver), C(gpu_driver),
+        C(gpu_cuda), C(gpu_wheel), C(gpu_flavor), C(driver_lifecycle), C(container_toolkit_cve).
       type: str
     status:
       description: C(ok), C(warning) (runs with limits, e.g. minor-version compatibility), C(violation), C(unknown).

@@ -111,12 +111,19 @@ def test_h100_sample_details(tmp_path):
     assert "retired_pages" not in busy  # N/A on Hopper: row remapping instead
 
 
-def test_importer_refuses_other_xml(tmp_path):
-    bad = tmp_path / "other.xml"
-    bad.write_text("<html/>")
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("other.xml", "<html/>", "expected nvidia_smi_log"),
+        ("notes.txt", "Fri Apr 10 10:23:01 2026\nsomething else entirely\n", "neither nvidia-smi -q -x output nor"),
+    ],
+)
+def test_importer_refuses_what_is_not_a_dump(tmp_path, name, content, reason):
+    bad = tmp_path / name
+    bad.write_text(content)
     proc = subprocess.run([str(SIM / "import-smi-xml"), str(bad)], capture_output=True, text=True, check=False)
     assert proc.returncode == 2
-    assert "expected nvidia_smi_log" in proc.stderr
+    assert reason in proc.stderr
 
 
 def test_replay_runs_a_command_against_a_named_profile(tmp_path):

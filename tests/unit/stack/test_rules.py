@@ -276,7 +276,7 @@ def test_container_toolkit_cves(matrix):
     (c,) = run(matrix, {"container_toolkit": "1.17.3"}, rule="container_toolkit_cve")
     assert c["status"] == "violation"
     assert (
-        "CVE-2025-23359 (container escape, a bypass of the CVE-2024-0132 fix (bulletin 5616), fixed in 1.17.4)"
+        "CVE-2025-23359 (container escape, a bypass of the CVE-2024-0132 fix, bulletin 5616, fixed in 1.17.4)"
         in (c["message"])
     )
     assert "CVE-2024-0132" not in c["message"].split("bypass")[0] and c["message"].endswith(
