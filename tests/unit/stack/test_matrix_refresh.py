@@ -48,3 +48,16 @@ def test_a_drifted_row_is_reported():
         "torch-2.8: bundles.cu128 {'cudnn': '9.10.2.21', 'nccl': '2.27.3'} but PyPI 2.8.0 requires "
         "{'cudnn': '9.10.2.21', 'nccl': '2.27.4'}"
     ]
+
+
+def test_tensorflow_rows_are_what_its_and_cuda_extra_requires():
+    """tensorflow[and-cuda] pins exactly up to 2.17 and gives ranges later; both read as the lowest allowed."""
+    recorded = json.loads((ROOT / "tests" / "fixtures" / "pypi" / "tensorflow.json").read_text())
+    assert {"2.14.1", "2.17.1", "2.21.0"} <= set(recorded["releases"])
+    mr = tool()
+    assert mr.tensorflow_differences(recorded) == []
+    changed = copy.deepcopy(recorded)
+    changed["releases"]["2.21.0"]["requires"] = [
+        r.replace(">=9.3.0.75", ">=9.5.0.1") for r in changed["releases"]["2.21.0"]["requires"]
+    ]
+    assert mr.tensorflow_differences(changed) == ["tf-2.21: cudnn 9.3 but PyPI 2.21.0[and-cuda] requires 9.5"]
