@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_gpu as gpu_rules
 from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
 
 KEYS = ("driver", "cuda", "cudnn", "nccl", "fabricmanager", "container_toolkit", "framework", "horovod")
-FLAVORS = ("open", "proprietary")
 
 
 class InputError(ValueError):
@@ -62,8 +62,8 @@ def from_versions(versions):
         frameworks.append(dict(fw, cuda_source="given" if fw["cuda"] else None, bundles={}, env=None))
     nccl = versions.get("nccl")
     flavor = versions.get("driver_flavor")
-    if flavor not in (None, "") and flavor not in FLAVORS:
-        raise InputError(f"versions.driver_flavor {flavor!r} is not one of {', '.join(FLAVORS)}")
+    if flavor not in (None, "") and flavor not in mx.FLAVORS:
+        raise InputError(f"versions.driver_flavor {flavor!r} is not one of {', '.join(mx.FLAVORS)}")
     given = versions.get("gpu")
     return {
         "origin": "versions",
@@ -91,7 +91,7 @@ def gpus(items, where="gpus"):
     out = []
     for item in items or []:
         if isinstance(item, dict) and (item.get("name") or item.get("compute_capability")):
-            out += gpu_rules.from_facts([item])
+            out.append(gpu_rules.from_fact(item))
         elif isinstance(item, (str, int, float)) and str(item).strip():
             out.append(gpu_rules.parse_gpu(item))
         else:

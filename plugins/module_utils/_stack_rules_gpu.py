@@ -32,9 +32,9 @@ def parse_gpu(value):
     return {"name": text, "cc": None}
 
 
-def from_facts(gpus):
-    """The GPUs gpu_facts saw on a host: NVML's name and compute capability for each."""
-    return [{"name": g.get("name"), "cc": g.get("compute_capability")} for g in gpus or [] if isinstance(g, dict)]
+def from_fact(gpu):
+    """A GPU as gpu_facts saw it on a host: NVML's name and compute capability."""
+    return {"name": gpu.get("name"), "cc": gpu.get("compute_capability")}
 
 
 def _distinct(gpus):
@@ -62,7 +62,7 @@ def rule_gpu(matrix, stack, framework_cuda):
     """Per distinct GPU: its architecture known, and driven by the driver branch, compiled for by every CUDA toolkit
     and framework build (framework_cuda(matrix, fw) -> (cuda, how), from _stack_rules_fw), and driven by the
     kernel-module flavour."""
-    out = []
+    out, builds = [], _builds(matrix, stack, framework_cuda)
     for gpu in _distinct(stack.get("gpus") or []):
         cc, row = gpu["cc"], None
         if not cc and gpu["name"]:
@@ -91,7 +91,6 @@ def rule_gpu(matrix, stack, framework_cuda):
             )
             continue
         target = {"label": _label(gpu, cc, arch), "cc": cc, "arch": arch}
-        builds = _builds(matrix, stack, framework_cuda)
         out += _driver(stack, target) + _toolkits(matrix, builds, target) + _flavor(stack, target)
     return out
 

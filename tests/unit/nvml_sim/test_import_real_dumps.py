@@ -207,3 +207,54 @@ def test_a_vgpu_host_has_no_cuda_version(tmp_path):
     assert (gpu["architecture"], gpu["cuda_compute_capability"]) == ("BLACKWELL", [12, 0])
     assert [d["bus_id"] for d in profile["host"]["pci_devices"]] == ["0001:c8:00.0"]
     assert gpu["memory"] == {"total_mib": 97887, "reserved_mib": 2288, "used_mib": 5952}
+
+
+def test_pcie_link_from_the_text_form(tmp_path):
+    """`GPU Link Info` in the text is `pci_gpu_link_info` in the XML: the link's generation and width come through."""
+    pci = import_dump(REAL / "h100-80gb-hbm3-8gpu-r535-q.txt", tmp_path)["gpus"][0]["pci"]
+    assert (pci["gpu_link_gen_max"], pci["link_gen_max"], pci["link_width_max"]) == (5, 5, 16)
+
+
+def test_the_importer_and_the_matrix_agree_on_compute_capability(tmp_path):
+    """The importer's model tables and data/compat_matrix.yml's gpu_model rows say the same for every real card."""
+    import yaml
+    from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
+
+    matrix = mx.build(yaml.safe_load((SIM.parents[1] / "data" / "compat_matrix.yml").read_text()))
+    compared = 0
+    for dump in XML_DUMPS + TEXT_DUMPS:
+        for gpu in import_dump(dump, tmp_path)["gpus"]:
+            cc = gpu.get("cuda_compute_capability")
+            assert mx.gpu_model_cc(matrix, gpu["name"])[0] == (f"{cc[0]}.{cc[1]}" if cc else None), gpu["name"]
+            compared += bool(cc)
+    assert compared >= 30  # GPUs in 20 dumps: 8xH100, 8xRTX 4090, 4xM10 ...
+
+
+# Shipped profile -> a real dump of the same card. Board-specific values (power limits other than the default, which
+# vary between partner boards, the host's PCIe generation) are not compared.
+SAME_CARD = {
+    "h100-sxm5-80gb-x8": "h100-80gb-hbm3-8gpu-r535-q.txt",
+    "a100-sxm4-40gb-x8-nvswitch": "a100-sxm4-40gb-mig-r510-x.xml",
+    "t4-x1": "tesla-t4-r515-x.xml",
+    "rtx-4090-x1": "rtx-4090-r535-x.xml",
+}
+
+
+@pytest.mark.parametrize(("profile", "dump"), SAME_CARD.items())
+def test_shipped_profiles_are_what_the_real_card_reports(profile, dump, tmp_path):
+    def card(gpu):
+        pci, power = gpu["pci"], gpu.get("power") or {}
+        return {
+            "name": gpu["name"],
+            "pci_device_id": pci["device_id"].upper(),
+            "memory_total_mib": gpu["memory"]["total_mib"],
+            "architecture": gpu["architecture"],
+            "compute_capability": gpu["cuda_compute_capability"],
+            "default_power_limit_w": power.get("default_limit_w"),
+            "max_clocks": gpu.get("max_clocks"),
+            "pcie_gen_max": pci.get("gpu_link_gen_max") or pci.get("link_gen_max"),
+            "pcie_width_max": pci.get("link_width_max"),
+        }
+
+    shipped = json.loads((SIM / "profiles" / f"{profile}.json").read_text())["gpus"][0]
+    assert card(shipped) == card(import_dump(REAL / dump, tmp_path)["gpus"][0])
