@@ -1,0 +1,92 @@
+"""The health loop's decisions on real `scontrol show node` output (Slurm 22.05, tests/unit/slurm/fixtures)."""
+
+from pathlib import Path
+
+import pytest
+from ansible_collections.gpufleet.stack.plugins.module_utils import _health_loop as loop
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_health import finding
+from ansible_collections.gpufleet.stack.plugins.module_utils._slurm import parse_node
+
+SLURM = Path(__file__).resolve().parents[1] / "slurm" / "fixtures"
+HOT = finding("critical", 3, "temperature at or over the card's slowdown threshold", 95, 89)
+ECC = finding("critical", 1, "uncorrectable ECC errors since boot", 2, 0)
+WARM = finding("warning", 0, "temperature at or over threshold", 86, 85)
+NEXT_KERNEL = finding(
+    "critical", None, "the kernel that boots next (6.1.0-31-amd64, grub) has no nvidia module", "x", "y"
+)
+
+
+def node(fixture="idle.txt", state=None, reason=None):
+    text = (SLURM / fixture).read_text()
+    parsed = parse_node(text)
+    if state:
+        base, *flags = state.split("+")
+        parsed.update(state=state, base=base, flags=flags)
+    if reason is not None:
+        parsed["reason"] = reason
+    return parsed
+
+
+def test_a_critical_finding_drains_an_idle_node_with_the_finding_as_reason():
+    decision = loop.decide(node(), [HOT, WARM])
+    assert decision["action"] == "drain"
+    assert decision["reason"] == (
+        "gpufleet-health: GPU 3: temperature at or over the card's slowdown threshold (95, limit 89)"
+    )
+    argv = loop.scontrol_argv("gpu-1", decision)
+    assert argv == ["scontrol", "update", "NodeName=gpu-1", "State=DRAIN", f"Reason={decision['reason']}"]
+
+
+def test_several_findings_name_the_first_and_count_the_rest():
+    assert loop.decide(node(), [HOT, ECC])["reason"].endswith("(95, limit 89); +1 more")
+
+
+def test_warnings_alone_do_not_drain():
+    assert loop.decide(node(), [WARM])["action"] == "none"
+
+
+def test_the_next_boot_kernel_finding_does_not_drain_a_running_node():
+    assert loop.decide(node(), [NEXT_KERNEL])["action"] == "none"
+
+
+def test_a_users_ignore_text_keeps_a_finding_from_draining():
+    assert loop.decide(node(), [ECC], ignore=["uncorrectable ECC"])["action"] == "none"
+
+
+def test_our_drain_is_resumed_once_clean():
+    drained = node(state="IDLE+DRAIN", reason="gpufleet-health: GPU 3: temperature at or over ...")
+    decision = loop.decide(drained, [WARM])
+    assert decision["action"] == "resume"
+    assert loop.scontrol_argv("gpu-1", decision) == ["scontrol", "update", "NodeName=gpu-1", "State=RESUME"]
+
+
+def test_our_drain_with_the_same_findings_is_left_alone_and_renewed_when_they_change():
+    reason = loop.reason_for([HOT])
+    drained = node(state="IDLE+DRAIN", reason=reason)
+    assert loop.decide(drained, [HOT])["action"] == "none"
+    assert loop.decide(drained, [ECC])["action"] == "renew"
+
+
+@pytest.mark.parametrize(
+    "reason",
+    ["admin: bad DIMM in slot B2", "gpufleet: upgrade to driver 570.172.08", "NHC: check_hw_eth failed"],
+)
+def test_someone_elses_drain_is_never_resumed_nor_renamed(reason):
+    drained = node(state="IDLE+DRAIN", reason=reason)
+    assert loop.decide(drained, [])["action"] == "none"
+    critical = loop.decide(drained, [HOT])
+    assert critical["action"] == "keep"
+    assert loop.scontrol_argv("gpu-1", critical) is None
+
+
+def test_the_upgrades_real_drain_is_not_ours():
+    """draining.txt is the upgrade's own drain recorded from the sandbox cluster (reason "gpufleet: upgrade ...")."""
+    drained = node("draining.txt")
+    assert drained["reason"].startswith("gpufleet: upgrade")
+    assert loop.decide(drained, [])["action"] == "none"
+
+
+def test_a_long_reason_stays_one_slurm_line():
+    long = finding("critical", None, "x" * 400)
+    reason = loop.decide(node(), [long])["reason"]
+    assert len(reason) <= 240 and reason.endswith("...")
