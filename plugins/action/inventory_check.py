@@ -32,7 +32,7 @@ UNKNOWN_HINT = (
 )
 
 ARGUMENT_SPEC = {
-    "playbook": {"type": "str", "choices": ["site", "upgrade", "facts"]},
+    "playbook": {"type": "str", "choices": ["site", "upgrade", "facts", "monitoring"]},
     "hosts": {"type": "list", "elements": "str"},
     "role": {"type": "str"},
     "skip": {"type": "list", "elements": "str", "default": []},
