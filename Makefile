@@ -22,13 +22,13 @@ demo: setup
 	ansible-playbook playbooks/upgrade.yml -e @sandbox/upgrade-target.yml
 	@echo "fleet report: $(CURDIR)/reports/fleet-report.html"
 
-## setup: toolchain (.venv), Docker engine, node images, the browser that checks the HTML report, and redis-server
-## (the shared fact cache's test starts its own)
+## setup: toolchain (.venv), Docker engine, node images, the browser that checks the HTML report, redis-server
+## (the shared fact cache's test starts its own) and promtool (Debian's prometheus: the alert rules' tests)
 setup: venv engine images tools
 
 tools:
-	@command -v chromium >/dev/null && command -v pdftotext >/dev/null && command -v redis-server >/dev/null || { \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils redis-server >/dev/null; }
+	@command -v chromium >/dev/null && command -v pdftotext >/dev/null && command -v redis-server >/dev/null && command -v promtool >/dev/null || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils redis-server prometheus >/dev/null; }
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements.in requirements.lock
