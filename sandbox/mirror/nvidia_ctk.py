@@ -5,6 +5,7 @@ It answers what roles and tests call, with the real tool's flags, file formats a
   nvidia-ctk --version
   nvidia-ctk runtime configure --runtime=docker|containerd [--config PATH] [--set-as-default] [--dry-run]
   nvidia-ctk cdi generate [--output FILE]
+  nvidia-ctk cdi list [--spec-dir DIR]...   (the INFO count on stderr, as logrus writes it; kind=name lines on stdout)
   nvidia-ctk system create-dev-char-symlinks [--create-all] [--dev-char-path DIR] [--dry-run]
 `runtime configure` merges into the existing config like the real one (other keys survive; comments in a
 TOML file do not, as with the real tool). Behaviour reference:
@@ -188,6 +189,29 @@ def cdi_generate(args):
     info("Generated CDI spec with version 0.5.0")
 
 
+CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
+
+
+def cdi_list(args):
+    """The fully qualified device names of the CDI specs in --spec-dir (default /etc/cdi and /var/run/cdi, as the real
+    tool's), from each spec's `kind:` and its devices' `name:`."""
+    names = []
+    for directory in args.spec_dir or CDI_DIRS:
+        if not os.path.isdir(directory):
+            continue
+        for entry in sorted(os.listdir(directory)):
+            if not entry.endswith((".yaml", ".yml", ".json")):
+                continue
+            with open(os.path.join(directory, entry), encoding="utf-8") as f:
+                text = f.read()
+            kind = re.search(r"(?m)^kind:\s*(\S+)", text)
+            found = re.findall(r'(?m)^  name:\s*"?([^"\s]+)"?', text)
+            names += [f"{kind.group(1)}={name}" for name in found] if kind else []
+    info(f"Found {len(names)} CDI devices")
+    for name in names:
+        print(name)
+
+
 # --- system ---------------------------------------------------------------------------------------------
 def create_dev_char_symlinks(args):
     """/dev/char/MAJOR:MINOR -> ../<node> for each NVIDIA device node, as runc needs them to keep containers' GPU access
@@ -229,6 +253,7 @@ def main(argv):
     generate = cdi.add_parser("generate")
     generate.add_argument("--output")
     generate.add_argument("--driver-root", default="/")
+    cdi.add_parser("list").add_argument("--spec-dir", action="append")
     system = sub.add_parser("system").add_subparsers(dest="action", required=True)
     symlinks = system.add_parser("create-dev-char-symlinks")
     symlinks.add_argument("--create-all", action="store_true")
@@ -240,6 +265,8 @@ def main(argv):
         print(f"NVIDIA Container Toolkit CLI version {VERSION}\ncommit: {COMMIT}")
     elif args.command == "runtime":
         runtime_configure(args)
+    elif args.command == "cdi" and args.action == "list":
+        cdi_list(args)
     elif args.command == "cdi":
         cdi_generate(args)
     elif args.command == "system":

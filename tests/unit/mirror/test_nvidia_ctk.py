@@ -85,6 +85,11 @@ def test_cdi_generate(ctk, mirror, tmp_path):
     # The driver version the spec was made for is in the hook and in every versioned library it mounts.
     assert "--host-driver-version=570.133.20" in text
     assert f"  - containerPath: {lib}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.133.20" in text
+    listed = run(ctk, "cdi", "list", "--spec-dir", str(spec.parent))
+    assert listed.stderr == "INFO[0000] Found 17 CDI devices\n"
+    names = listed.stdout.splitlines()
+    assert names[:2] == ["nvidia.com/gpu=0", f"nvidia.com/gpu={profile['gpus'][0]['uuid']}"]
+    assert names[-1] == "nvidia.com/gpu=all" and len(names) == 17
     # Without a driver (no profile: the simulator's "not loaded") the real tool fails the same way.
     env["GPUFLEET_NVML_SIM_PROFILE"] = str(tmp_path / "absent.json")
     failed = run(ctk, "cdi", "generate", "--output", str(tmp_path / "x.yaml"), env=env)
