@@ -36,7 +36,9 @@ def test_argument_specs_match_defaults(role):
         # The documented default is the one users get.
         assert option["default"] == defaults[name], f"{role.name}: {name} default differs from defaults/main.yml"
         if "choices" in option:
-            assert defaults[name] in option["choices"], f"{role.name}: {name} default not in its choices"
+            # A list option's choices are its elements' (Ansible's argument spec).
+            chosen = defaults[name] if option["type"] == "list" else [defaults[name]]
+            assert set(chosen) <= set(option["choices"]), f"{role.name}: {name} default not in its choices"
 
 
 # What each role's preflight accepts (its os_family assert, or the OS data it has): meta/main.yml must not claim more.

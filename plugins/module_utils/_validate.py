@@ -1,0 +1,192 @@
+# Copyright: (c) 2026, gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Node validation (role gpu_validation): parse what the checks print and decide. Pure functions.
+
+A check ends as passed, failed, refused (it cannot run here, with the reason: no GPU, no driver, no image) or
+skipped (not asked for, or its tool is not installed). Only failed fails the play: a node without GPUs cannot prove a
+GPU works, but it must say so rather than pass.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+CDI_DEVICE = re.compile(r"^([a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9.-]*)=(\S+)$")
+# nccl-tests' table rows: size count type redop root, then out-of-place and in-place time algbw busbw #wrong.
+NCCL_TESTS_ROW = re.compile(
+    r"^\s*(\d+)\s+(\d+)\s+\w+\s+\w+\s+-?\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)"
+)
+NCCL_TESTS_DEVICE = re.compile(r"^#\s+Rank\s+\d+\s.*device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
+NCCL_TESTS_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([\d.]+)")
+
+
+def result(check, status, reason, **data):
+    return {"check": check, "status": status, "reason": reason, **data}
+
+
+def parse_docker_runtimes(text):
+    """`docker info --format '{{json .Runtimes}}'` -> sorted runtime names; [] when unparsable."""
+    try:
+        runtimes = json.loads(text or "null")
+    except ValueError:
+        return []
+    return sorted(runtimes) if isinstance(runtimes, dict) else []
+
+
+def parse_cdi_list(text):
+    """`nvidia-ctk cdi list` (stdout; its INFO line may be mixed in) -> fully qualified device names."""
+    return [f"{m.group(1)}={m.group(2)}" for m in map(CDI_DEVICE.match, (text or "").split()) if m]
+
+
+def runtime_check(runtimes, cdi_devices, gpus, smoke, driver_loaded=True):
+    """The container wiring: the nvidia runtime registered with Docker, a CDI device per GPU and `all`, and the two
+    smoke containers' `nvidia-smi -L` GPU counts. smoke: {"legacy": n | reason str, "cdi": n | reason str} or a str
+    saying why no container ran (refused). Without a loaded driver no CDI spec can be made (nvidia-ctk asks NVML), so
+    a missing spec is then part of the refusal, not a fault."""
+    problems = []
+    if "nvidia" not in runtimes:
+        problems.append(f"Docker has no nvidia runtime (runtimes: {', '.join(runtimes) or 'none'})")
+    gpu_devices = [d for d in cdi_devices if d.startswith("nvidia.com/gpu=")]
+    # A spec names each whole GPU by index ("0") and by UUID, MIG devices as "0:1", and "all": count the indexes.
+    indexes = [d for d in gpu_devices if d.split("=", 1)[1].isdigit()]
+    if "nvidia.com/gpu=all" not in gpu_devices and driver_loaded:
+        problems.append("the CDI spec has no nvidia.com/gpu=all (nvidia-ctk cdi generate has not run with a driver)")
+    elif gpu_devices and gpus and len(indexes) != gpus:
+        problems.append(f"the CDI spec names {len(indexes)} GPUs, NVML sees {gpus}")
+    data = {"runtimes": runtimes, "cdi_devices": gpu_devices}
+    if problems:
+        return result("runtime", "failed", "; ".join(problems), **data)
+    if isinstance(smoke, str):
+        return result("runtime", "refused", f"wiring in place; no container ran: {smoke}", **data)
+    for path, seen in smoke.items():
+        if isinstance(seen, str):
+            problems.append(f"{path} container failed: {seen}")
+        elif gpus and seen != gpus:
+            problems.append(f"{path} container's nvidia-smi lists {seen} GPUs, NVML sees {gpus}")
+    if problems:
+        return result("runtime", "failed", "; ".join(problems), smoke=smoke, **data)
+    return result("runtime", "passed", f"legacy and CDI containers see {gpus} GPUs", smoke=smoke, **data)
+
+
+def count_smi_gpus(text):
+    """`nvidia-smi -L` -> the number of "GPU n:" lines."""
+    return sum(1 for line in (text or "").splitlines() if re.match(r"^GPU \d+:", line))
+
+
+def parse_allreduce(text):
+    """gpufleet-allreduce's JSON (its last line), or None."""
+    for line in reversed((text or "").strip().splitlines()):
+        try:
+            found = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(found, dict) and "ok" in found:
+            return found
+    return None
+
+
+def parse_nccl_tests(text):
+    """NVIDIA nccl-tests all_reduce_perf output -> {gpus, gpu_names, rows: [{bytes, busbw_gbs, wrong}],
+    avg_busbw_gbs, wrong}; out-of-place columns (the first set), as nccl-tests' own summary reads them."""
+    rows, names, avg = [], [], None
+    for line in (text or "").splitlines():
+        device = NCCL_TESTS_DEVICE.match(line)
+        if device:
+            names.append(device.group(1))
+            continue
+        found = NCCL_TESTS_AVG.match(line)
+        if found:
+            avg = float(found.group(1))
+            continue
+        row = NCCL_TESTS_ROW.match(line)
+        if row:
+            wrong = row.group(6)
+            rows.append(
+                {
+                    "bytes": int(row.group(1)),
+                    "busbw_gbs": float(row.group(5)),
+                    "wrong": int(wrong) if wrong.isdigit() else 0,
+                }
+            )
+    return {
+        "gpus": len(names),
+        "gpu_name": names[0] if names else "",
+        "results": rows,
+        "avg_busbw_gbs": avg,
+        "wrong": sum(r["wrong"] for r in rows),
+    }
+
+
+def floor_for(floors, gpu_name, gpus):
+    """The floor row for this GPU model and count: the first whose `match` regex finds the name and whose `gpus`
+    equals the count (or is absent). None when no row applies."""
+    for row in floors or []:
+        if re.search(row["match"], gpu_name or "", re.I) and row.get("gpus") in (None, gpus):
+            return row
+    return None
+
+
+def _cuda_version(number):
+    return f"{number // 1000}.{number % 1000 // 10}" if number else None
+
+
+def refusal_reason(found):
+    """Why gpufleet-allreduce could not use a GPU, in words an operator acts on."""
+    driver, runtime = found.get("cuda_driver") or 0, found.get("cuda_runtime") or 0
+    code = found.get("code", "")
+    if not driver:
+        return (
+            f"no CUDA driver answers on this node ({code}: {found.get('error')}): no libcuda.so.1, or no GPU and "
+            "driver loaded; run this on a GPU node"
+        )
+    if code == "cudaErrorInsufficientDriver" or driver < runtime:
+        return (
+            f"the driver supports CUDA {_cuda_version(driver)} but the toolkit built for CUDA "
+            f"{_cuda_version(runtime)}: upgrade the driver or build with an older toolkit"
+        )
+    return f"{code}: {found.get('error')}"
+
+
+def _measured(found, floors, expected_gpus):
+    """(status, reason, data) of an all-reduce that ran."""
+    gpus, name = found.get("gpus"), found.get("gpu_name", "")
+    peak = max((r["busbw_gbs"] for r in found.get("results") or []), default=0.0)
+    data = {"gpus": gpus, "gpu_name": name, "peak_busbw_gbs": peak, "nccl_version": found.get("nccl_version")}
+    floor = floor_for(floors, name, gpus)
+    if floor:
+        data["floor_gbs"] = floor["busbw_gbs"]
+    if found.get("wrong"):
+        return "failed", f"{found['wrong']} wrong values in the all-reduce results", data
+    if expected_gpus and gpus != expected_gpus:
+        return "failed", f"the test ran on {gpus} GPUs, the node has {expected_gpus}", data
+    if floor is None:
+        return "passed", f"{peak:.1f} GB/s bus bandwidth; no floor for {gpus}x {name}", data
+    if peak < floor["busbw_gbs"]:
+        why = (
+            f"peak bus bandwidth {peak:.1f} GB/s is under the floor of {floor['busbw_gbs']} GB/s for {gpus}x "
+            f"{floor['name']} ({floor['source']})"
+        )
+        return "failed", why, data
+    return "passed", f"peak bus bandwidth {peak:.1f} GB/s, floor {floor['busbw_gbs']} GB/s", data
+
+
+def nccl_check(found, floors, expected_gpus=None):
+    """The verdict on an all-reduce run (gpufleet-allreduce's JSON, or parse_nccl_tests' dict)."""
+    if found is None:
+        return result("nccl", "failed", "the all-reduce test printed no result")
+    if found.get("ok") is False and found.get("stage") == "cuda":
+        return result("nccl", "refused", refusal_reason(found), nccl_version=found.get("nccl_version"))
+    if found.get("ok") is False:
+        return result("nccl", "failed", f"NCCL failed: {found.get('code')}: {found.get('error')}")
+    status, reason, data = _measured(found, floors, expected_gpus)
+    return result("nccl", status, reason, **data)
+
+
+def overall(results):
+    """failed when any check failed; else refused when any was refused; else passed (skips do not count)."""
+    statuses = {r["status"] for r in results}
+    for status in ("failed", "refused", "passed"):
+        if status in statuses:
+            return status
+    return "skipped"
