@@ -32,7 +32,7 @@ UNKNOWN_HINT = (
 )
 
 ARGUMENT_SPEC = {
-    "playbook": {"type": "str", "choices": ["site", "upgrade", "facts", "monitoring"]},
+    "playbook": {"type": "str", "choices": ["site", "upgrade", "facts", "monitoring", "validate"]},
     "hosts": {"type": "list", "elements": "str"},
     "role": {"type": "str"},
     "skip": {"type": "list", "elements": "str", "default": []},

@@ -99,6 +99,10 @@ def outcome_notes(facts):
     if verify.get("status") == "failed":
         failures = "; ".join(verify.get("failures") or ["(no reason recorded)"])
         notes.append(("verification", f"verification failed: {failures}"))
+    validation = facts.get("gpufleet_validation") or {}
+    if validation.get("status") == "failed":
+        failed = [f"{c['check']}: {c['reason']}" for c in validation.get("checks") or [] if c.get("status") == "failed"]
+        notes.append(("validation", "validation failed: " + "; ".join(failed or ["(no reason recorded)"])))
     upgrade = facts.get("gpufleet_upgrade") or {}
     if upgrade.get("status") not in (None, "", "done", "running"):
         text = f"upgrade {upgrade['status']} at {upgrade.get('step', '?')}: {upgrade.get('message', '')}"
@@ -165,6 +169,15 @@ def last_upgrade(facts):
     }
 
 
+def last_validation(facts):
+    """ "refused: nccl: no CUDA driver ..." : the last playbooks/validate.yml outcome and its checks; None if never."""
+    validation = facts.get("gpufleet_validation") or {}
+    if not validation.get("status"):
+        return None
+    checks = "; ".join(f"{c['check']} {c['status']}" for c in validation.get("checks") or [])
+    return f"{validation['status']} ({checks})" if checks else validation["status"]
+
+
 def host_row(name, hostvars):
     """One report row from a host's variables (facts from the cache, desired stack and components from inventory)."""
     facts = hostvars.get("ansible_facts") or {}
@@ -173,7 +186,8 @@ def host_row(name, hostvars):
     if gpu is None:
         return {
             "host": name, "gathered": False, "gpus": "", "model": "", "gpu_count": 0, "driver": "", "cuda": "",
-            "stack": {}, "gpu_grid": [], "upgrade": last_upgrade(facts), "health": "unknown", "findings": [],
+            "stack": {}, "gpu_grid": [], "upgrade": last_upgrade(facts), "validation": last_validation(facts),
+            "health": "unknown", "findings": [],
             "drift": ["no GPU facts: run playbooks/facts.yml"], "drift_kinds": ["no facts"],
         }  # fmt: skip
     models = {}
@@ -194,6 +208,7 @@ def host_row(name, hostvars):
         "stack": stack_of(gpu, installed),
         "gpu_grid": gpu_grid(gpu),
         "upgrade": last_upgrade(facts),
+        "validation": last_validation(facts),
         "health": gpu.get("health_status") or "unknown",
         "findings": gpu.get("health") or [],
         "drift": [text for _kind, text in differences],

@@ -89,7 +89,8 @@ def render_markdown(rows, generated):
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     for r in rows:
-        cells = [r["host"], r["gpus"], r["driver"], r["cuda"], stack_text(r["stack"]), r["health"],
+        health = r["health"] + (f"; validation {r['validation']}" if r.get("validation") else "")
+        cells = [r["host"], r["gpus"], r["driver"], r["cuda"], stack_text(r["stack"]), health,
                  upgrade_text(r["upgrade"]), "; ".join(r["drift"]) or "none"]  # fmt: skip
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     for r in rows:
@@ -185,11 +186,13 @@ def render_html(rows, generated):
     for r in rows:
         findings = "".join(f"<li>{e(finding_text(f))}</li>" for f in r["findings"])
         drift_cell = "".join(f"<li>{e(d)}</li>" for d in r["drift"])
+        validation = f'<div class="small">validation {e(r["validation"])}</div>' if r.get("validation") else ""
         out.append(
             f'<tr class="host" id="host-{e(r["host"])}" {_row_attrs(r)}><td>{e(r["host"])}</td><td>{e(r["gpus"])}</td>'
             f'<td>{e(r["driver"])}</td><td>{e(r["cuda"])}</td><td class="small">{e(stack_text(r["stack"]))}</td>'
             f'<td><span class="badge {e(r["health"])}">{e(r["health"])}</span>'
-            f"{'<ul>' + findings + '</ul>' if findings else ''}</td><td>{e(upgrade_text(r['upgrade']))}</td>"
+            f"{'<ul>' + findings + '</ul>' if findings else ''}{validation}</td>"
+            f"<td>{e(upgrade_text(r['upgrade']))}</td>"
             f"<td>{'<ul>' + drift_cell + '</ul>' if drift_cell else 'none'}</td></tr>"
         )
     out.append("</tbody></table><h2>GPUs per host</h2>")

@@ -36,11 +36,11 @@ options:
   playbook:
     description:
       - Which playbook's needs to check. C(site) and C(upgrade) need a desired stack with a key for every listed
-        component and check it against the matrix (C(upgrade) in rollback mode does not); C(facts) and C(monitoring)
-        need no stack.
+        component and check it against the matrix (C(upgrade) in rollback mode does not); C(facts), C(monitoring)
+        and C(validate) need no stack.
       - One of O(playbook) and O(role) is required.
     type: str
-    choices: [site, upgrade, facts, monitoring]
+    choices: [site, upgrade, facts, monitoring, validate]
   hosts:
     description: The hosts to check; default, every host of the play (C(ansible_play_hosts_all)).
     type: list
