@@ -165,17 +165,37 @@ def describe(probe):
     return " and ".join(parts) or "an unknown signature"
 
 
-def device_action(spec, probe, probe_rc, owned_uuids):
+def device_action(spec, probe, probe_rc, owned_uuids, *, probe_err="", doubt=""):
     """What to do with a device mount: ("format", why) | ("use", uuid) | ("refuse", message).
 
-    probe_rc: blkid -p's exit status (0 found something, 2 found nothing, else an error)."""
+    probe_rc: blkid -p's exit status. 2 means "found nothing", but blkid also exits 2, silently or not, when it could
+    not open or read the device (util-linux lowprobe_device), so a blank verdict also needs an empty probe_err and no
+    doubt from a second look (wipefs' own probe, partitions or holders in sysfs): anything else is refused."""
     device = spec["device"]
     if probe_rc == 2 and not probe:
+        if probe_err or doubt:
+            return (
+                "refuse",
+                f"{device} looks blank to blkid, but {doubt or probe_err}: not formatting what may hold data",
+            )
         return "format", f"{device} holds no filesystem, partition table or other signature"
-    if probe_rc not in (0, 2):
+    if probe_rc != 0:
         return "refuse", f"blkid -p {device} exited {probe_rc}: cannot tell whether it holds data; check the device"
+    return _owned_action(spec, probe, owned_uuids)
+
+
+def _owned_action(spec, probe, owned_uuids):
+    """A device with a signature: ours for this path (use), or refused with what it holds."""
+    device = spec["device"]
     uuid = probe.get("UUID")
-    if probe.get("TYPE") == spec["fstype"] and not probe.get("PTTYPE") and uuid and uuid in owned_uuids:
+    made = owned_uuids.get(uuid) if uuid else None
+    made_for = made.get("path") if isinstance(made, dict) else None
+    if made_for and made_for != spec["path"]:
+        return "refuse", (
+            f"{device} holds the filesystem dataset_cache made for {made_for}, not {spec['path']}: device names can "
+            "move between boots; name the device by /dev/disk/by-id/ in both entries"
+        )
+    if probe.get("TYPE") == spec["fstype"] and not probe.get("PTTYPE") and made is not None:
         return "use", uuid
     if uuid and uuid in owned_uuids:
         return "refuse", (

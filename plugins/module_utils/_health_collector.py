@@ -65,6 +65,40 @@ def write_atomic(path, text):
     os.replace(tmp, path)
 
 
+XID_MARK = "NVRM: Xid"
+
+
+def remembered_kernel_log(read, state_dir, boot_id_path="/proc/sys/kernel/random/boot_id"):
+    """The kernel log reader, with every Xid line seen since this boot kept in STATE_DIR/xid-lines.json: the ring
+    buffer wraps on a busy node, and an Xid 79 that scrolled out must not let the health loop resume the node. A
+    new boot starts afresh; an admin who has dealt with the GPU acknowledges by deleting the file."""
+    path = os.path.join(state_dir, "xid-lines.json")
+
+    def load(name):
+        try:
+            with open(name, encoding="utf-8") as handle:
+                return handle.read()
+        except OSError:
+            return ""
+
+    def read_all():
+        lines, source, note = read()
+        boot = load(boot_id_path).strip()
+        try:
+            saved = json.loads(load(path) or "{}")
+        except ValueError:
+            saved = {}
+        kept = saved.get("lines", []) if isinstance(saved, dict) and saved.get("boot_id") == boot else []
+        new = [line for line in lines or [] if XID_MARK in line and line not in kept]
+        if new:
+            write_atomic(path, json.dumps({"boot_id": boot, "lines": kept + new}))
+        if lines is None and not kept:
+            return None, source, note
+        return kept + [line for line in lines or [] if line not in kept], source, note
+
+    return read_all
+
+
 def stack_key(config):
     """What the installed stack depends on: dpkg's database and each Python environment's site-packages."""
     sites = sorted(
@@ -131,7 +165,8 @@ def run(config, host=None, clock=time.time):
     for directory in (config["state_dir"], config["textfile_dir"]):
         os.makedirs(directory, exist_ok=True)
     params = {"temperature_threshold": config["temperature_threshold"], "kernel_log": config["kernel_log"]}
-    facts = gather(dict(params, modinfo=modinfo_reader(host)), kernel_log_reader(host))
+    reader = remembered_kernel_log(kernel_log_reader(host), config["state_dir"])
+    facts = gather(dict(params, modinfo=modinfo_reader(host)), reader)
     installed = installed_stack(host, config)
     slurm, error = (None, None)
     if config["slurm_drain"]:

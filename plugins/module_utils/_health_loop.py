@@ -31,16 +31,16 @@ def draining_findings(findings, ignore=()):
 
 
 def _describe(item):
+    """The finding without its current value: a reason that changed with every reading (95 C, then 96 C) would be
+    renewed on every run, and each renewal resets Slurm's record of when and by whom the node was drained."""
     where = "node" if item.get("gpu") is None else f"GPU {item['gpu']}"
-    value, threshold = item.get("value"), item.get("threshold")
-    numbers = ""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        numbers = f" ({value}" + (f", limit {threshold})" if threshold is not None else ")")
-    return f"{where}: {item['what']}{numbers}"
+    threshold = item.get("threshold")
+    limit = f" (limit {threshold})" if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) else ""
+    return f"{where}: {item['what']}{limit}"
 
 
 def reason_for(findings, prefix=PREFIX):
-    """ "gpufleet-health: GPU 3: temperature at or over the card's slowdown threshold (95, limit 89); +1 more" """
+    """ "gpufleet-health: GPU 3: temperature at or over the card's slowdown threshold (limit 89); +1 more" """
     first = _describe(findings[0])
     more = f"; +{len(findings) - 1} more" if len(findings) > 1 else ""
     return one_line_reason(f"{prefix} {first}{more}")
@@ -52,6 +52,9 @@ def decide(node, findings, prefix=PREFIX, ignore=()):
     -> {action: drain|renew|resume|keep|none, reason, why}. drain/renew/resume change Slurm; keep and none do not.
     renew updates our own drain's reason when the findings changed (sinfo then says why the node is out now)."""
     critical = draining_findings(findings, ignore)
+    theirs = _someone_elses(node, prefix)
+    if critical and theirs:
+        return {"action": "keep", "reason": reason_for(critical, prefix), "why": f"critical, but {theirs}: left alone"}
     if critical:
         reason = reason_for(critical, prefix)
         action = drain_action(node, reason, prefix)
@@ -62,11 +65,21 @@ def decide(node, findings, prefix=PREFIX, ignore=()):
             "none": "still critical; already drained by the health loop for this reason",
         }[action]
         return {"action": action, "reason": reason, "why": why}
-    if is_ours(node, prefix):
+    if is_ours(node, prefix) and not theirs:
         return {"action": "resume", "reason": node["reason"], "why": "no critical finding: resuming our own drain"}
     if is_drained(node):
         return {"action": "none", "reason": node["reason"], "why": "healthy, but drained by someone else: left drained"}
     return {"action": "none", "reason": "", "why": "healthy and not drained"}
+
+
+def _someone_elses(node, prefix):
+    """Why the node is someone else's to bring back, or "": DOWN or FAIL (an admin's or slurmctld's), or any reason
+    that is not ours (an admin's note on a node, drained or not, is theirs)."""
+    if node["base"] == "DOWN" or "FAIL" in node["flags"]:
+        return f"Slurm has it {node['state']}" + (f" ({node['reason']})" if node["reason"] else "")
+    if node["reason"] and not node["reason"].startswith(prefix):
+        return f"it carries someone else's reason ({node['reason']})"
+    return ""
 
 
 def scontrol_argv(node_name, decision):

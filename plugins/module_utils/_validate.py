@@ -39,7 +39,7 @@ def parse_cdi_list(text):
     return [f"{m.group(1)}={m.group(2)}" for m in map(CDI_DEVICE.match, (text or "").split()) if m]
 
 
-def runtime_check(runtimes, cdi_devices, gpus, smoke, driver_loaded=True):
+def runtime_check(runtimes, cdi_devices, gpus, smoke, *, driver_loaded=True, simulated=False):
     """The container wiring: the nvidia runtime registered with Docker, a CDI device per GPU and `all`, and the two
     smoke containers' `nvidia-smi -L` GPU counts. smoke: {"legacy": n | reason str, "cdi": n | reason str} or a str
     saying why no container ran (refused). Without a loaded driver no CDI spec can be made (nvidia-ctk asks NVML), so
@@ -57,6 +57,8 @@ def runtime_check(runtimes, cdi_devices, gpus, smoke, driver_loaded=True):
     data = {"runtimes": runtimes, "cdi_devices": gpu_devices}
     if problems:
         return result("runtime", "failed", "; ".join(problems), **data)
+    if isinstance(smoke, str) and not driver_loaded and not no_gpu_to_test(gpus, simulated):
+        return result("runtime", "failed", f"NVML sees {gpus} GPUs but no container can use them: {smoke}", **data)
     if isinstance(smoke, str):
         return result("runtime", "refused", f"wiring in place; no container ran: {smoke}", **data)
     for path, seen in smoke.items():
@@ -101,14 +103,9 @@ def parse_nccl_tests(text):
             continue
         row = NCCL_TESTS_ROW.match(line)
         if row:
-            wrong = row.group(6)
-            rows.append(
-                {
-                    "bytes": int(row.group(1)),
-                    "busbw_gbs": float(row.group(5)),
-                    "wrong": int(wrong) if wrong.isdigit() else 0,
-                }
-            )
+            # #wrong of the out-of-place and the in-place run ("N/A" where the run did not check).
+            wrong = sum(int(w) for w in (row.group(6), row.group(10)) if w.isdigit())
+            rows.append({"bytes": int(row.group(1)), "busbw_gbs": float(row.group(5)), "wrong": wrong})
     return {
         "gpus": len(names),
         "gpu_name": names[0] if names else "",
@@ -171,12 +168,25 @@ def _measured(found, floors, expected_gpus):
     return "passed", f"peak bus bandwidth {peak:.1f} GB/s, floor {floor['busbw_gbs']} GB/s", data
 
 
-def nccl_check(found, floors, expected_gpus=None):
+def no_gpu_to_test(gpus, simulated):
+    """Why no GPU test can run on this node at all, or "": none on its bus, or only the NVML simulator's. On a node
+    with real GPUs, a GPU test that cannot start is a fault of the node, never a refusal."""
+    if simulated:
+        return "its GPUs are the NVML simulator's (a sandbox node): nothing can run CUDA on them"
+    if not gpus:
+        return "NVML sees no GPU on this node"
+    return ""
+
+
+def nccl_check(found, floors, expected_gpus=None, simulated=False):
     """The verdict on an all-reduce run (gpufleet-allreduce's JSON, or parse_nccl_tests' dict)."""
     if found is None:
         return result("nccl", "failed", "the all-reduce test printed no result")
     if found.get("ok") is False and found.get("stage") == "cuda":
-        return result("nccl", "refused", refusal_reason(found), nccl_version=found.get("nccl_version"))
+        why, cannot = refusal_reason(found), no_gpu_to_test(expected_gpus, simulated)
+        status = "refused" if cannot else "failed"
+        reason = f"{why}; {cannot}" if cannot else f"CUDA cannot start on this node's GPUs: {why}"
+        return result("nccl", status, reason, nccl_version=found.get("nccl_version"))
     if found.get("ok") is False:
         return result("nccl", "failed", f"NCCL failed: {found.get('code')}: {found.get('error')}")
     status, reason, data = _measured(found, floors, expected_gpus)

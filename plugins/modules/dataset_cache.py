@@ -108,29 +108,66 @@ def ids(module, spec):
         )
 
 
+def second_look(module, device, rdev):
+    """Why a device blkid found blank may not be (wipefs' probe lists a signature or fails; sysfs shows partitions
+    or holders such as a RAID or LVM device), or ""."""
+    wipefs = module.get_bin_path("wipefs", opt_dirs=["/usr/sbin", "/sbin"])
+    if wipefs:
+        rc, out, err = module.run_command([wipefs, "--no-act", "--noheadings", device])
+        if rc != 0 or out.strip():
+            return f"wipefs --no-act says: {(out or err).strip()[:200] or f'exit {rc}'}"
+    block = f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}"
+    if os.path.isdir(os.path.join(block, "holders")) and os.listdir(os.path.join(block, "holders")):
+        return f"it is held by {', '.join(os.listdir(os.path.join(block, 'holders')))} (RAID, LVM or dm)"
+    if os.path.isdir(block) and any(os.path.exists(os.path.join(block, e, "partition")) for e in os.listdir(block)):
+        return "it has partitions"
+    return ""
+
+
 def probe_devices(module, specs, owned):
     """{device: (action, detail)} for every present device mount; fails listing every refusal at once."""
-    plans, refusals = {}, []
+    plans, refusals, seen = {}, [], {}
     blkid = module.get_bin_path("blkid", required=True)
     for spec in specs:
         if spec["type"] != "device" or spec["state"] != "present":
             continue
         device = spec["device"]
         try:
-            if not stat.S_ISBLK(os.stat(device).st_mode):
-                refusals.append(f"{device} ({spec['path']}) is not a block device")
-                continue
+            info = os.stat(device)
         except OSError as exc:
             refusals.append(f"{device} ({spec['path']}) cannot be used: {exc.strerror}")
             continue
-        rc, out, _err = module.run_command([blkid, "-p", "-o", "export", device])
-        action, detail = dc.device_action(spec, dc.parse_blkid(out) if rc == 0 else {}, rc, owned)
+        if not stat.S_ISBLK(info.st_mode):
+            refusals.append(f"{device} ({spec['path']}) is not a block device")
+            continue
+        if info.st_rdev in seen:
+            refusals.append(f"{device} ({spec['path']}) is the same disk as {seen[info.st_rdev]}: one cache per disk")
+            continue
+        seen[info.st_rdev] = f"{device} ({spec['path']})"
+        rc, out, err = module.run_command([blkid, "-p", "-o", "export", device])
+        probe = dc.parse_blkid(out) if rc == 0 else {}
+        doubt = second_look(module, device, info.st_rdev) if rc == 2 and not probe else ""
+        action, detail = dc.device_action(spec, probe, rc, owned, probe_err=(err or "").strip(), doubt=doubt)
         if action == "refuse":
             refusals.append(detail)
         plans[device] = (action, detail)
+    refusals += mounted_elsewhere(specs)
     if refusals:
         module.fail_json(msg="dataset_cache: nothing was changed: " + "; ".join(refusals))
     return plans
+
+
+def mounted_elsewhere(specs):
+    """A path already mounted by something else (fstab, NFS, by hand): a unit of ours would replace that mount."""
+    out = []
+    for spec in specs:
+        ours = os.path.exists(os.path.join(UNIT_DIR, dc.unit_name(spec["path"])))
+        if spec["state"] == "present" and not ours and os.path.ismount(spec["path"]):
+            out.append(
+                f"{spec['path']} is already a mount point that dataset_cache did not make (fstab, NFS or by hand): "
+                "choose another path or unmount it first"
+            )
+    return out
 
 
 def format_device(module, spec, owned, state_file):
@@ -215,7 +252,13 @@ def remove(module, spec, results):
     if not os.path.exists(path):
         return False
     if not module.check_mode:
-        systemctl(module, "disable", "--now", unit)
+        rc, out, err = systemctl(module, "disable", "--now", unit)
+        if rc != 0 or os.path.ismount(spec["path"]):
+            why = (err or out).strip() or "still mounted"
+            module.fail_json(
+                msg=f"dataset_cache: could not unmount {spec['path']} ({unit}): {why}; stop what uses it "
+                f"(fuser -vm {spec['path']}) and run again"
+            )
         os.remove(path)
     results.append({"path": spec["path"], "unit": unit, "actions": ["unmounted", "unit removed"]})
     return True

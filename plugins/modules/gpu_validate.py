@@ -37,6 +37,16 @@ options:
     description: The GPUs the node has (NVML's count, from gpu_facts); 0 does not compare counts.
     type: int
     default: 0
+  simulated:
+    description:
+      - The GPUs are the NVML simulator's (gpu_facts' C(simulated)); a GPU test that cannot start is then refused, not
+        a fault. On real GPUs it is a fault of the node.
+    type: bool
+    default: false
+  gpu_processes:
+    description: Processes using the GPUs now (gpu_facts); the DCGM and NCCL checks are refused while there are any.
+    type: int
+    default: 0
   image:
     description: A local image for the container smoke test (the runtime brings nvidia-smi); empty refuses the run.
     type: str
@@ -140,7 +150,14 @@ def runtime(module, params):
     devices = va.parse_cdi_list(run(module, [ctk, "cdi", "list"])[1]) if ctk else []
     loaded = os.path.exists("/dev/nvidiactl")
     found = smoke(module, docker, params)
-    return va.runtime_check(va.parse_docker_runtimes(out), devices, params["gpus"], found, driver_loaded=loaded)
+    return va.runtime_check(
+        va.parse_docker_runtimes(out),
+        devices,
+        params["gpus"],
+        found,
+        driver_loaded=loaded,
+        simulated=params["simulated"],
+    )
 
 
 def smoke(module, docker, params):
@@ -161,10 +178,19 @@ def smoke(module, docker, params):
     return seen
 
 
+def busy(params):
+    """Why a GPU workload must not start now, or "": processes on the GPUs (a job's) would share them with it."""
+    if params["gpu_processes"]:
+        return f"{params['gpu_processes']} processes are using the GPUs: drain the node first (role node_drain)"
+    return ""
+
+
 def dcgm(module, params):
     dcgmi = module.get_bin_path("dcgmi")
     if not dcgmi:
         return va.result("dcgm", "skipped", "DCGM is not installed (no dcgmi)")
+    if busy(params):
+        return va.result("dcgm", "refused", busy(params))
     rc, out, err = run(module, [dcgmi, "diag", "-r", str(params["dcgm_level"])])
     status = "passed" if rc == 0 else "failed"
     return va.result("dcgm", status, f"dcgmi diag -r {params['dcgm_level']} exited {rc}", output=(out or err)[-2000:])
@@ -224,12 +250,19 @@ def nccl_tests(module, params):
     rc, out, err = run(module, [*argv, "-g", str(params["gpus"] or 1)])
     if rc != 0:
         return va.result("nccl", "failed", f"all_reduce_perf exited {rc}: {(err or out)[-800:]}")
-    return va.nccl_check(va.parse_nccl_tests(out), params["floors"], params["gpus"])
+    return va.nccl_check(va.parse_nccl_tests(out), params["floors"], params["gpus"], params["simulated"])
 
 
 def nccl(module, params):
+    if busy(params):
+        return va.result("nccl", "refused", busy(params))
     if params["nccl_tests"]:
         return nccl_tests(module, params)
+    return allreduce(module, params)
+
+
+def allreduce(module, params):
+    """gpufleet-allreduce: built with the node's nvcc against its NCCL, then run over every GPU."""
     env = {}
     nvcc = find_nvcc(module, params)
     if not nvcc:
@@ -246,7 +279,7 @@ def nccl(module, params):
     found = va.parse_allreduce(out)
     if found is None:
         return va.result("nccl", "failed", f"gpufleet-allreduce exited {rc} without a result: {(err or out)[-800:]}")
-    return va.nccl_check(found, params["floors"], params["gpus"])
+    return va.nccl_check(found, params["floors"], params["gpus"], params["simulated"])
 
 
 def main():
@@ -259,6 +292,8 @@ def main():
                 "default": ["runtime", "dcgm", "nccl"],
             },
             "gpus": {"type": "int", "default": 0},
+            "simulated": {"type": "bool", "default": False},
+            "gpu_processes": {"type": "int", "default": 0},
             "image": {"type": "str", "default": ""},
             "dcgm_level": {"type": "int", "choices": [1, 2, 3, 4], "default": 1},
             "source": {"type": "path", "default": "/usr/local/lib/gpufleet/validation/gpufleet-allreduce.cu"},
@@ -274,10 +309,10 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if not 0 < params["min_bytes"] <= params["max_bytes"]:
+    if not 8192 <= params["min_bytes"] <= params["max_bytes"]:
         module.fail_json(
             msg=f"min_bytes {params['min_bytes']} and max_bytes {params['max_bytes']}: give "
-            "0 < min_bytes <= max_bytes, e.g. 8388608 and 4294967296"
+            "8192 <= min_bytes <= max_bytes, e.g. 8388608 and 4294967296"
         )
     if module.check_mode:
         module.exit_json(changed=False, skipped=True, msg="check mode: no validation ran")

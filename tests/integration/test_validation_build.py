@@ -31,9 +31,10 @@ def toolchain():
 
 
 def test_allreduce_builds_against_real_nccl_and_is_refused_without_a_gpu(run_module, toolchain, tmp_path):
+    """This machine has no GPU (NVML would count 0): the test cannot run here, and says why."""
     args = {
         "checks": ["nccl"],
-        "gpus": 8,
+        "gpus": 0,
         "nvcc": str(toolchain["nvcc"]),
         "nccl_home": str(toolchain["nccl_home"]),
         "source": str(SOURCE),
@@ -45,14 +46,18 @@ def test_allreduce_builds_against_real_nccl_and_is_refused_without_a_gpu(run_mod
     (check,) = facts["checks"]
     assert (facts["status"], check["status"]) == ("refused", "refused"), facts
     assert check["reason"].startswith("no CUDA driver answers on this node (cudaErrorInsufficientDriver"), check
+    assert check["reason"].endswith("NVML sees no GPU on this node"), check
     assert check["nccl_version"] == 22809  # the NCCL it linked is the one it ran with
     binary = tmp_path / "gpufleet-allreduce"
     needed = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True, check=True).stdout
     assert "[libnccl.so.2]" in needed
-    # A second run reuses the build (same source, nvcc and nccl.h).
+    # A second run reuses the build (same source, nvcc and nccl.h). Told the node has 8 real GPUs, the same
+    # start-up failure is the node's fault: failed, not refused.
     built = binary.stat().st_mtime_ns
-    assert run_module("gpufleet.stack.gpu_validate", args)[0] == 0
+    rc, result = run_module("gpufleet.stack.gpu_validate", dict(args, gpus=8))
     assert binary.stat().st_mtime_ns == built
+    (check,) = result["ansible_facts"]["gpufleet_validation"]["checks"]
+    assert check["status"] == "failed" and check["reason"].startswith("CUDA cannot start on this node's GPUs"), check
 
 
 def test_without_nvcc_the_check_is_refused(run_module, tmp_path):

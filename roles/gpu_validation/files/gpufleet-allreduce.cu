@@ -6,7 +6,8 @@
 // for all-reduce busbw = algbw * 2 (n - 1) / n, comparable across GPU counts and with the hardware's link speed.
 //
 // usage: gpufleet-allreduce [MIN_BYTES [MAX_BYTES [ITERS [WARMUP]]]]   (defaults 8M 1G 20 5; sizes double)
-// exit: 0 measured, 3 no usable GPU or driver (the reason in "error"), 4 NCCL failed, 5 wrong results.
+// exit: 0 measured, 3 CUDA could not start (the reason in "error"), 4 NCCL or a CUDA call failed during the run,
+// 5 wrong results. Exactly one JSON object is printed, whatever happens.
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -15,6 +16,10 @@
 #include <time.h>
 
 #define MAX_GPUS 64
+#define CHECKED 1024  // elements compared at each end of every GPU's result
+
+static char results[64 * 160];
+static size_t used = 0;
 
 static void json_string(const char *s) {
   putchar('"');
@@ -73,29 +78,31 @@ int main(int argc, char **argv) {
     cudaSetDevice(i);
     cudaStreamCreate(&streams[i]);
     if (cudaMalloc(&send[i], max_bytes) != cudaSuccess || cudaMalloc(&recv[i], max_bytes) != cudaSuccess)
-      return fail(3, "cuda", "cudaMalloc", "could not allocate the buffers; lower MAX_BYTES");
+      return fail(4, "run", "cudaMalloc", "could not allocate the buffers: other processes hold GPU memory, or lower "
+                                         "MAX_BYTES");
   }
   int version = 0;
   ncclGetVersion(&version);
   char name[256] = "";
   cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) snprintf(name, sizeof name, "%s", prop.name);
-  printf("{\"ok\": true, \"gpus\": %d, \"gpu_name\": ", n);
-  json_string(name);
-  printf(", \"nccl_version\": %d, \"cuda_runtime\": %d, \"cuda_driver\": %d, \"results\": [", version, runtime_version,
-         driver_version);
   double sum_busbw = 0;
   int sizes = 0, wrong_total = 0;
-  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+  static float probe[2 * CHECKED];
+  if (min_bytes < 2 * CHECKED * sizeof(float)) min_bytes = 2 * CHECKED * sizeof(float);
+  for (size_t bytes = min_bytes; bytes <= max_bytes && sizes < 64; bytes *= 2) {
     size_t count = bytes / sizeof(float);
     for (int i = 0; i < n; i++) {
       cudaSetDevice(i);
       fill<<<256, 256, 0, streams[i]>>>(send[i], count, (float)(i + 1));
+      if ((err = cudaGetLastError()) != cudaSuccess) return fail(4, "run", cudaGetErrorName(err), cudaGetErrorString(err));
     }
     double start = 0;
     for (int it = -warmup; it < iters; it++) {
       if (it == 0) {
-        for (int i = 0; i < n; i++) cudaStreamSynchronize(streams[i]);
+        for (int i = 0; i < n; i++)
+          if ((err = cudaStreamSynchronize(streams[i])) != cudaSuccess)
+            return fail(4, "run", cudaGetErrorName(err), cudaGetErrorString(err));
         start = now();
       }
       ncclGroupStart();
@@ -103,24 +110,40 @@ int main(int argc, char **argv) {
       nr = ncclGroupEnd();
       if (nr != ncclSuccess) return fail(4, "nccl", "ncclAllReduce", ncclGetErrorString(nr));
     }
-    for (int i = 0; i < n; i++) cudaStreamSynchronize(streams[i]);
+    for (int i = 0; i < n; i++) {
+      ncclResult_t async = ncclSuccess;
+      if ((err = cudaStreamSynchronize(streams[i])) != cudaSuccess)
+        return fail(4, "run", cudaGetErrorName(err), cudaGetErrorString(err));
+      if (ncclCommGetAsyncError(comms[i], &async) == ncclSuccess && async != ncclSuccess)
+        return fail(4, "nccl", "ncclCommGetAsyncError", ncclGetErrorString(async));
+    }
     double seconds = (now() - start) / iters;
-    // Every rank sent i + 1: every element of every result is n (n + 1) / 2.
-    float expect = n * (n + 1) / 2.0f, probe[4];
+    // Every rank sent i + 1: every element of every result is n (n + 1) / 2. Compare the first and last CHECKED
+    // elements of each GPU's result (a transfer that stopped short leaves the end wrong).
+    float expect = n * (n + 1) / 2.0f;
     int wrong = 0;
     for (int i = 0; i < n; i++) {
+      for (int k = 0; k < 2 * CHECKED; k++) probe[k] = -1.0f;
       cudaSetDevice(i);
-      cudaMemcpy(probe, recv[i] + count - 4, sizeof probe, cudaMemcpyDeviceToHost);
-      for (int k = 0; k < 4; k++) wrong += probe[k] != expect;
+      if ((err = cudaMemcpy(probe, recv[i], CHECKED * sizeof(float), cudaMemcpyDeviceToHost)) != cudaSuccess ||
+          (err = cudaMemcpy(probe + CHECKED, recv[i] + count - CHECKED, CHECKED * sizeof(float),
+                            cudaMemcpyDeviceToHost)) != cudaSuccess)
+        return fail(4, "run", cudaGetErrorName(err), cudaGetErrorString(err));
+      for (int k = 0; k < 2 * CHECKED; k++) wrong += probe[k] != expect;
     }
     double algbw = bytes / seconds / 1e9, busbw = algbw * 2.0 * (n - 1) / n;
-    printf("%s{\"bytes\": %zu, \"time_us\": %.1f, \"algbw_gbs\": %.2f, \"busbw_gbs\": %.2f, \"wrong\": %d}",
-           sizes ? ", " : "", bytes, seconds * 1e6, algbw, busbw, wrong);
+    used += snprintf(results + used, sizeof results - used,
+                     "%s{\"bytes\": %zu, \"time_us\": %.1f, \"algbw_gbs\": %.2f, \"busbw_gbs\": %.2f, \"wrong\": %d}",
+                     sizes ? ", " : "", bytes, seconds * 1e6, algbw, busbw, wrong);
     sum_busbw += busbw;
     wrong_total += wrong;
     sizes++;
   }
-  printf("], \"avg_busbw_gbs\": %.2f, \"wrong\": %d}\n", sizes ? sum_busbw / sizes : 0.0, wrong_total);
+  printf("{\"ok\": true, \"gpus\": %d, \"gpu_name\": ", n);
+  json_string(name);
+  printf(", \"nccl_version\": %d, \"cuda_runtime\": %d, \"cuda_driver\": %d, \"results\": [%s]", version,
+         runtime_version, driver_version, results);
+  printf(", \"avg_busbw_gbs\": %.2f, \"wrong\": %d}\n", sizes ? sum_busbw / sizes : 0.0, wrong_total);
   for (int i = 0; i < n; i++) ncclCommDestroy(comms[i]);
   return wrong_total ? 5 : 0;
 }

@@ -46,8 +46,29 @@ def test_a_blank_device_is_formatted():
 
 def test_our_filesystem_is_used():
     found = probe("blkid-ext4.txt")
-    owned = {found["UUID"]: {"device": "/dev/vdb"}}
+    owned = {found["UUID"]: {"device": "/dev/vdb", "path": "/scratch/nvme"}}
     assert dc.device_action(dc.check_spec(0, NVME), found, 0, owned) == ("use", found["UUID"])
+
+
+def test_our_filesystem_made_for_another_cache_is_refused():
+    """NVMe names that swapped at boot: the filesystem we made for /scratch/other now answers as /dev/vdb."""
+    found = probe("blkid-ext4.txt")
+    action, message = dc.device_action(dc.check_spec(0, NVME), found, 0, {found["UUID"]: {"path": "/scratch/other"}})
+    assert action == "refuse" and "made for /scratch/other, not /scratch/nvme" in message
+
+
+@pytest.mark.parametrize(
+    ("err", "doubt"),
+    [
+        ("blkid: error: /dev/vdb: Input/output error", ""),
+        ("", "wipefs --no-act says: /dev/vdb 0x438 ext4"),
+        ("", "it has partitions"),
+    ],
+)
+def test_a_device_blkid_could_not_read_is_not_blank(err, doubt):
+    """blkid -p also exits 2 when it cannot read the device; only a clean probe and a clean second look format."""
+    action, message = dc.device_action(dc.check_spec(0, NVME), {}, 2, {}, probe_err=err, doubt=doubt)
+    assert action == "refuse" and "not formatting what may hold data" in message
 
 
 def test_someone_elses_filesystem_is_refused_naming_what_it_holds():

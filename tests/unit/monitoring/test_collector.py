@@ -65,3 +65,21 @@ def test_the_stack_is_read_again_only_when_dpkg_or_an_environment_changed(tmp_pa
     os.utime(status, ns=(1, 2))
     hc.installed_stack(None, cfg)
     assert len(reads) == 2
+
+
+def test_xid_lines_outlive_the_kernel_ring_buffer_until_the_next_boot(tmp_path):
+    boot = tmp_path / "boot_id"
+    boot.write_text("boot-1\n")
+    xid = "[ 1234.5] NVRM: Xid (PCI:0000:07:00): 79, pid=0, name=, GPU has fallen off the bus."
+    logs = [[xid, "[ 1234.6] other"], ["[ 9999.0] the buffer wrapped"]]
+    reader = hc.remembered_kernel_log(lambda: (logs.pop(0), "dmesg", None), str(tmp_path), str(boot))
+    assert reader()[0] == [xid, "[ 1234.6] other"]
+    assert reader()[0] == [xid, "[ 9999.0] the buffer wrapped"]  # gone from dmesg, still reported
+    boot.write_text("boot-2\n")
+    reader = hc.remembered_kernel_log(lambda: (["[ 1.0] fresh boot"], "dmesg", None), str(tmp_path), str(boot))
+    assert reader()[0] == ["[ 1.0] fresh boot"]
+
+
+def test_an_unreadable_log_with_nothing_remembered_stays_unreadable(tmp_path):
+    reader = hc.remembered_kernel_log(lambda: (None, None, "dmesg exited 1"), str(tmp_path), str(tmp_path / "none"))
+    assert reader() == (None, None, "dmesg exited 1")

@@ -31,14 +31,33 @@ def test_a_critical_finding_drains_an_idle_node_with_the_finding_as_reason():
     decision = loop.decide(node(), [HOT, WARM])
     assert decision["action"] == "drain"
     assert decision["reason"] == (
-        "gpufleet-health: GPU 3: temperature at or over the card's slowdown threshold (95, limit 89)"
+        "gpufleet-health: GPU 3: temperature at or over the card's slowdown threshold (limit 89)"
     )
     argv = loop.scontrol_argv("gpu-1", decision)
     assert argv == ["scontrol", "update", "NodeName=gpu-1", "State=DRAIN", f"Reason={decision['reason']}"]
 
 
 def test_several_findings_name_the_first_and_count_the_rest():
-    assert loop.decide(node(), [HOT, ECC])["reason"].endswith("(95, limit 89); +1 more")
+    assert loop.decide(node(), [HOT, ECC])["reason"].endswith("(limit 89); +1 more")
+
+
+def test_a_new_reading_of_the_same_finding_does_not_renew_the_drain():
+    """Renewing resets Slurm's record of when the node was drained: only a change of finding does."""
+    drained = node(state="IDLE+DRAIN", reason=loop.reason_for([HOT]))
+    hotter = finding("critical", 3, "temperature at or over the card's slowdown threshold", 97, 89)
+    assert loop.decide(drained, [hotter])["action"] == "none"
+
+
+@pytest.mark.parametrize(
+    ("state", "reason"),
+    [("DOWN", "replacing GPU 3"), ("DOWN", ""), ("IDLE", "admin: watch this node"), ("IDLE+FAIL", "bad PSU")],
+)
+def test_a_node_someone_else_took_out_or_annotated_is_left_alone(state, reason):
+    """An admin's DOWN node with a critical finding is not drained over, nor later resumed by the loop."""
+    down = node(state=state, reason=reason)
+    assert loop.decide(down, [HOT])["action"] == "keep"
+    assert loop.scontrol_argv("gpu-1", loop.decide(down, [HOT])) is None
+    assert loop.decide(down, [])["action"] == "none"
 
 
 def test_warnings_alone_do_not_drain():

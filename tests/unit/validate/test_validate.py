@@ -55,6 +55,7 @@ def test_wrong_values_fail():
     [
         ("NVIDIA H100 80GB HBM3", 8, 315),
         ("NVIDIA H200", 8, 315),
+        ("NVIDIA H200 NVL", 8, None),  # PCIe cards with NVLink bridges, not the SXM board
         ("NVIDIA A100-SXM4-40GB", 8, 195),
         ("NVIDIA A100-SXM4-40GB", 4, None),  # a 4-GPU board has other links: no floor rather than a wrong one
         ("NVIDIA L40S", 8, None),
@@ -71,11 +72,29 @@ def test_a_model_without_floor_is_measured_not_judged():
     assert verdict["status"] == "passed" and "no floor for 2x NVIDIA L40S" in verdict["reason"]
 
 
-def test_no_driver_is_refused_with_the_reason():
+def test_no_driver_under_the_simulator_is_refused_with_the_reason():
     found = va.parse_allreduce(text("allreduce-no-driver.json"))
-    verdict = va.nccl_check(found, FLOORS, 8)
+    verdict = va.nccl_check(found, FLOORS, 8, simulated=True)
     assert verdict["status"] == "refused"
     assert verdict["reason"].startswith("no CUDA driver answers on this node (cudaErrorInsufficientDriver:")
+    assert verdict["reason"].endswith(
+        "its GPUs are the NVML simulator's (a sandbox node): nothing can run CUDA on them"
+    )
+
+
+def test_real_gpus_that_cuda_cannot_start_on_fail_the_node():
+    """Fabric Manager down (cudaErrorSystemNotReady), a driver upgraded without a reboot: the node is broken."""
+    for code in ("cudaErrorSystemNotReady", "cudaErrorSystemDriverMismatch"):
+        found = {"ok": False, "stage": "cuda", "code": code, "error": "x", "cuda_runtime": 12080, "cuda_driver": 12080}
+        verdict = va.nccl_check(found, FLOORS, 8)
+        assert verdict["status"] == "failed" and verdict["reason"].startswith("CUDA cannot start on this node's GPUs")
+    no_gpu = {"ok": False, "stage": "cuda", "code": "cudaErrorNoDevice", "error": "x", "cuda_driver": 12080}
+    assert va.nccl_check(no_gpu, FLOORS, 0)["status"] == "refused"
+
+
+def test_a_run_that_failed_midway_fails():
+    found = {"ok": False, "stage": "run", "code": "cudaMalloc", "error": "could not allocate the buffers"}
+    assert va.nccl_check(found, FLOORS, 8)["status"] == "failed"
 
 
 def test_an_old_driver_is_refused_naming_both_cuda_versions():
@@ -129,7 +148,9 @@ def test_overall_is_the_worst():
 
 
 def test_without_a_driver_a_missing_cdi_spec_is_part_of_the_refusal():
-    verdict = va.runtime_check(["nvidia", "runc"], [], 8, "no /dev/nvidiactl: ...", driver_loaded=False)
+    verdict = va.runtime_check(["nvidia", "runc"], [], 8, "no /dev/nvidiactl: ...", driver_loaded=False, simulated=True)
     assert verdict["status"] == "refused"
+    real = va.runtime_check(["nvidia", "runc"], [], 8, "no /dev/nvidiactl: ...", driver_loaded=False)
+    assert real["status"] == "failed" and real["reason"].startswith("NVML sees 8 GPUs but no container can use them")
     with_driver = va.runtime_check(["nvidia", "runc"], [], 8, "no image given", driver_loaded=True)
     assert with_driver["status"] == "failed" and "no nvidia.com/gpu=all" in with_driver["reason"]
