@@ -194,7 +194,8 @@ CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 
 def cdi_list(args):
     """The fully qualified device names of the CDI specs in --spec-dir (default /etc/cdi and /var/run/cdi, as the real
-    tool's), from each spec's `kind:` and its devices' `name:`."""
+    tool's), from each spec's `kind:` and its devices' `name:`, sorted as the real tool prints them (indexes, then
+    UUIDs, then `all`: sandbox/mirror/recorded/nvidia-ctk-1.17.6-cdi-list-4gpu.txt)."""
     names = []
     for directory in args.spec_dir or CDI_DIRS:
         if not os.path.isdir(directory):
@@ -208,7 +209,7 @@ def cdi_list(args):
             found = re.findall(r'(?m)^  name:\s*"?([^"\s]+)"?', text)
             names += [f"{kind.group(1)}={name}" for name in found] if kind else []
     info(f"Found {len(names)} CDI devices")
-    for name in names:
+    for name in sorted(names):
         print(name)
 
 

@@ -1,5 +1,6 @@
 """nvidia-ctk as the mirror's nvidia-container-toolkit-base ships it: the real tool's flags, merges and output."""
 
+import importlib.util
 import json
 import os
 import stat
@@ -88,7 +89,8 @@ def test_cdi_generate(ctk, mirror, tmp_path):
     listed = run(ctk, "cdi", "list", "--spec-dir", str(spec.parent))
     assert listed.stderr == "INFO[0000] Found 17 CDI devices\n"
     names = listed.stdout.splitlines()
-    assert names[:2] == ["nvidia.com/gpu=0", f"nvidia.com/gpu={profile['gpus'][0]['uuid']}"]
+    assert names[:8] == [f"nvidia.com/gpu={i}" for i in range(8)]
+    assert names[8:16] == sorted(f"nvidia.com/gpu={g['uuid']}" for g in profile["gpus"])
     assert names[-1] == "nvidia.com/gpu=all" and len(names) == 17
     # Without a driver (no profile: the simulator's "not loaded") the real tool fails the same way.
     env["GPUFLEET_NVML_SIM_PROFILE"] = str(tmp_path / "absent.json")
@@ -116,3 +118,19 @@ def test_dev_char_symlinks(ctk, tmp_path):
         "195:255": "../dev/nvidiactl",
     }
     assert "Creating link" not in run(ctk, *argv).stderr  # nothing to do the second time
+
+
+def test_cdi_list_prints_what_the_real_tool_prints(ctk, mirror, tmp_path):
+    """The real nvidia-ctk 1.17.6's `cdi list` for 4 GPUs, recorded (sandbox/mirror/README.md says where): the same
+    spec's devices listed by the stand-in give the same lines (the real INFO line pads the message; compared
+    without the padding)."""
+    recorded = (ROOT / "sandbox/mirror/recorded/nvidia-ctk-1.17.6-cdi-list-4gpu.txt").read_text().splitlines()
+    spec = tmp_path / "cdi" / "nvidia.yaml"
+    spec.parent.mkdir()
+    # The stand-in's own spec writer (its source in the checkout), for the recording's four GPUs and UUIDs.
+    source = importlib.util.spec_from_file_location("nvidia_ctk", ROOT / "sandbox/mirror/nvidia_ctk.py")
+    stand_in = importlib.util.module_from_spec(source)
+    source.loader.exec_module(stand_in)
+    spec.write_text(stand_in.cdi_spec("575.57.08", [f"GPU-{i}-FAKE-UUID" for i in range(4)]))
+    listed = run(ctk, "cdi", "list", "--spec-dir", str(spec.parent))
+    assert [listed.stderr.strip(), *listed.stdout.splitlines()] == [line.rstrip() for line in recorded]
