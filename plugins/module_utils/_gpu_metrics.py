@@ -12,7 +12,7 @@ to be joined on `gpu` when an alert wants the model: the usual info-metric patte
 
 from __future__ import annotations
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_health import SEVERITY_ORDER, parse_xid, pci_key
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_health import SEVERITY_ORDER, parse_xid
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_names import THROTTLE_REASONS
 
 PREFIX = "gpufleet_"
@@ -113,19 +113,17 @@ def node_families(out, facts, installed):
 
 
 def xid_families(out, facts):
-    """Xid lines in this boot's kernel log, counted per GPU and Xid with the severity the health rules give it."""
-    by_bus = {pci_key(gpu.get("pci_bus_id")): gpu.get("index") for gpu in facts.get("gpus") or []}
-    severities = {
-        (f["gpu"], f["what"]): f["severity"] for f in facts.get("health") or [] if f["what"].startswith("Xid")
-    }
+    """Xid lines in this boot's kernel log, counted per GPU, Xid and severity from the health rules' own Xid findings
+    (_gpu_health.xid_findings: one per line, attributed to the GPU of its PCI address)."""
     counts = {}
-    for line in (facts.get("kernel_log") or {}).get("xid_lines") or []:
-        parsed = parse_xid(line)
+    for item in facts.get("health") or []:
+        parsed = (
+            parse_xid(item["value"]) if item["what"].startswith("Xid ") and isinstance(item["value"], str) else None
+        )
         if parsed:
-            gpu = by_bus.get(parsed[0])
-            counts[(gpu, parsed[1])] = counts.get((gpu, parsed[1]), 0) + 1
-    for (gpu, xid), count in sorted(counts.items(), key=lambda item: (str(item[0][0]), item[0][1])):
-        severity = severities.get((gpu, f"Xid {xid} in kernel log"), "warning")
+            key = (item["gpu"], parsed[1], item["severity"])
+            counts[key] = counts.get(key, 0) + 1
+    for (gpu, xid, severity), count in sorted(counts.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         out.add(
             "xid_events",
             "gauge",

@@ -143,10 +143,8 @@ def slurm_step(host, config, findings):
     if argv:
         rc, out, err = host.run_command(argv)
         if rc != 0:
+            record["drained_by_us"] = False  # the change did not happen
             return record, f"{' '.join(argv[:3])} exited {rc}: {(err or out).strip()[:300]}"
-    record["drained_by_us"] = decision["action"] in ("drain", "renew", "none") and bool(
-        loop.draining_findings(findings, config["drain_ignore"])
-    )
     return record, None
 
 

@@ -49,12 +49,14 @@ def reason_for(findings, prefix=PREFIX):
 def decide(node, findings, prefix=PREFIX, ignore=()):
     """What the loop does with Slurm node `node` (_slurm.parse_node) given this run's findings.
 
-    -> {action: drain|renew|resume|keep|none, reason, why}. drain/renew/resume change Slurm; keep and none do not.
+    -> {action: drain|renew|resume|keep|none, reason, why, drained_by_us}. drain/renew/resume change Slurm; keep and
+    none do not; drained_by_us says whether the node is out of service by the loop's drain after this decision.
     renew updates our own drain's reason when the findings changed (sinfo then says why the node is out now)."""
     critical = draining_findings(findings, ignore)
     theirs = _someone_elses(node, prefix)
     if critical and theirs:
-        return {"action": "keep", "reason": reason_for(critical, prefix), "why": f"critical, but {theirs}: left alone"}
+        why = f"critical, but {theirs}: left alone"
+        return {"action": "keep", "reason": reason_for(critical, prefix), "why": why, "drained_by_us": False}
     if critical:
         reason = reason_for(critical, prefix)
         action = drain_action(node, reason, prefix)
@@ -64,12 +66,14 @@ def decide(node, findings, prefix=PREFIX, ignore=()):
             "keep": f"critical, but drained by someone else ({node['reason']}): their drain and reason stand",
             "none": "still critical; already drained by the health loop for this reason",
         }[action]
-        return {"action": action, "reason": reason, "why": why}
+        return {"action": action, "reason": reason, "why": why, "drained_by_us": action != "keep"}
     if is_ours(node, prefix) and not theirs:
-        return {"action": "resume", "reason": node["reason"], "why": "no critical finding: resuming our own drain"}
+        why = "no critical finding: resuming our own drain"
+        return {"action": "resume", "reason": node["reason"], "why": why, "drained_by_us": False}
     if is_drained(node):
-        return {"action": "none", "reason": node["reason"], "why": "healthy, but drained by someone else: left drained"}
-    return {"action": "none", "reason": "", "why": "healthy and not drained"}
+        why = "healthy, but drained by someone else: left drained"
+        return {"action": "none", "reason": node["reason"], "why": why, "drained_by_us": False}
+    return {"action": "none", "reason": "", "why": "healthy and not drained", "drained_by_us": False}
 
 
 def _someone_elses(node, prefix):

@@ -149,7 +149,7 @@ def runtime(module, params):
     ctk = module.get_bin_path("nvidia-ctk")
     devices = va.parse_cdi_list(run(module, [ctk, "cdi", "list"])[1]) if ctk else []
     loaded = os.path.exists("/dev/nvidiactl")
-    found = smoke(module, docker, params)
+    found = smoke(module, docker, params, loaded)
     return va.runtime_check(
         va.parse_docker_runtimes(out),
         devices,
@@ -160,11 +160,11 @@ def runtime(module, params):
     )
 
 
-def smoke(module, docker, params):
+def smoke(module, docker, params, loaded):
     image = params["image"]
     if not image:
         return "no image given (gpu_validation_image): name a local image, e.g. ubuntu:24.04"
-    if not os.path.exists("/dev/nvidiactl"):
+    if not loaded:
         return "no /dev/nvidiactl: the NVIDIA driver is not loaded on this node, so no container can use a GPU"
     if run(module, [docker, "image", "inspect", image])[0] != 0:
         return f"image {image} is not on this node: pull or load it first"
@@ -189,8 +189,8 @@ def dcgm(module, params):
     dcgmi = module.get_bin_path("dcgmi")
     if not dcgmi:
         return va.result("dcgm", "skipped", "DCGM is not installed (no dcgmi)")
-    if busy(params):
-        return va.result("dcgm", "refused", busy(params))
+    if params["busy"]:
+        return va.result("dcgm", "refused", params["busy"])
     rc, out, err = run(module, [dcgmi, "diag", "-r", str(params["dcgm_level"])])
     status = "passed" if rc == 0 else "failed"
     return va.result("dcgm", status, f"dcgmi diag -r {params['dcgm_level']} exited {rc}", output=(out or err)[-2000:])
@@ -233,9 +233,10 @@ def build(module, params, nvcc, include, lib):
         with open(stamp_file, encoding="utf-8") as handle:
             if handle.read() == stamp:
                 return binary, None
-    cuda_lib = [f"-L{p}" for p in (os.path.join(os.path.dirname(os.path.dirname(nvcc)), "lib"),) if os.path.isdir(p)]
-    argv = [nvcc, "-O2", "-o", binary, params["source"], f"-I{include}", *cuda_lib]
-    argv += [f"-L{lib}"] if lib else []
+    # nvcc's own lib/ (PyPI's CUDA wheels have no lib64/, which is all nvcc.profile names), then NCCL's.
+    cuda_lib = os.path.join(os.path.dirname(os.path.dirname(nvcc)), "lib")
+    argv = [nvcc, "-O2", "-o", binary, params["source"], f"-I{include}"]
+    argv += [f"-L{d}" for d in (cuda_lib, lib) if d and os.path.isdir(d)]
     rc, out, err = run(module, [*argv, "-l:libnccl.so.2"])
     if rc != 0:
         return None, va.result("nccl", "failed", f"building gpufleet-allreduce failed ({rc}): {(err or out)[-800:]}")
@@ -254,8 +255,8 @@ def nccl_tests(module, params):
 
 
 def nccl(module, params):
-    if busy(params):
-        return va.result("nccl", "refused", busy(params))
+    if params["busy"]:
+        return va.result("nccl", "refused", params["busy"])
     if params["nccl_tests"]:
         return nccl_tests(module, params)
     return allreduce(module, params)
@@ -317,6 +318,7 @@ def main():
     if module.check_mode:
         module.exit_json(changed=False, skipped=True, msg="check mode: no validation ran")
     started = time.time()
+    params["busy"] = busy(params)
     checks = {"runtime": runtime, "dcgm": dcgm, "nccl": nccl}
     results = [checks[name](module, params) for name in params["checks"]]
     facts = {

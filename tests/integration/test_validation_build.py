@@ -85,3 +85,17 @@ def test_a_source_that_does_not_build_fails_with_the_compiler_message(run_module
     assert facts["status"] == check["status"] == "failed"
     assert "building gpufleet-allreduce failed" in check["reason"] and "ncclCommInitAllX" in check["reason"]
     assert os.path.exists(tmp_path / "build")
+
+
+def test_gpus_in_use_are_not_tested(run_module, tmp_path):
+    """A job's processes on the GPUs: the NCCL check would share them with it, so it is refused before any build."""
+    args = {"checks": ["nccl"], "gpus": 8, "gpu_processes": 2, "source": str(SOURCE), "build_dir": str(tmp_path)}
+    rc, result = run_module("gpufleet.stack.gpu_validate", args)
+    assert rc == 0
+    (check,) = result["ansible_facts"]["gpufleet_validation"]["checks"]
+    assert check == {
+        "check": "nccl",
+        "status": "refused",
+        "reason": "2 processes are using the GPUs: drain the node first (role node_drain)",
+    }
+    assert not (tmp_path / "gpufleet-allreduce").exists()

@@ -39,8 +39,9 @@ def test_critical_drains_and_is_recorded(tmp_path):
 
 def test_a_failed_update_is_an_error_the_unit_reports(tmp_path):
     host = FakeHost((SLURM / "idle.txt").read_text(), update_rc=1)
-    _record, error = hc.slurm_step(host, config(tmp_path), [HOT])
+    record, error = hc.slurm_step(host, config(tmp_path), [HOT])
     assert error == "scontrol update NodeName=exp-gpu-1 exited 1: Invalid user id"
+    assert record["drained_by_us"] is False
 
 
 def test_an_unreachable_controller_changes_nothing(tmp_path):

@@ -72,6 +72,13 @@ def test_a_users_ignore_text_keeps_a_finding_from_draining():
     assert loop.decide(node(), [ECC], ignore=["uncorrectable ECC"])["action"] == "none"
 
 
+def test_the_decision_says_whether_the_node_is_out_by_our_drain():
+    assert loop.decide(node(), [HOT])["drained_by_us"] is True
+    assert loop.decide(node(state="IDLE+DRAIN", reason=loop.reason_for([HOT])), [HOT])["drained_by_us"] is True
+    assert loop.decide(node(state="IDLE+DRAIN", reason="admin: x"), [HOT])["drained_by_us"] is False
+    assert loop.decide(node(state="IDLE+DRAIN", reason=loop.reason_for([HOT])), [])["drained_by_us"] is False
+
+
 def test_our_drain_is_resumed_once_clean():
     drained = node(state="IDLE+DRAIN", reason="gpufleet-health: GPU 3: temperature at or over ...")
     decision = loop.decide(drained, [WARM])
