@@ -200,3 +200,98 @@ def overall(results):
         if status in statuses:
             return status
     return "skipped"
+
+
+# dcgmi's exit statuses are a negative dcgmReturn_t as a byte (NVIDIA/DCGM dcgmi/main_dcgmi.cpp, dcgm_structs.h).
+DCGMI_NO_HOSTENGINE = 235  # DCGM_ST_CONNECTION_NOT_VALID (-21)
+DCGMI_TEST_FAILED = 226  # DCGM_ST_NVVS_ERROR (-30)
+DCGMI_ISOLATE = 205  # DCGM_ST_NVVS_ISOLATE_ERROR (-51): an error that takes the GPU out of service
+
+
+def _diag_root(found):
+    """The diagnostic of DCGM 4 ("DCGM Diagnostic") or 3 ("DCGM GPU Diagnostic"), or None."""
+    if not isinstance(found, dict):
+        return None
+    return found.get("DCGM Diagnostic") or found.get("DCGM GPU Diagnostic")
+
+
+def parse_dcgm_diag(text):
+    """`dcgmi diag -r N -j` (DCGM 3 or 4 schema) -> {"tests": {name: status}, "failures", "warnings",
+    "skipped": {name: why}, "gpus", "runtime_error"}, or None when it printed no diagnostic JSON."""
+    start = (text or "").find("{")
+    try:
+        root = _diag_root(json.loads(text[start:])) if start >= 0 else None
+    except ValueError:
+        root = None
+    if root is None:
+        return None
+    found = {"tests": {}, "failures": [], "warnings": [], "skipped": {}, "gpus": set()}
+    found["runtime_error"] = root.get("runtime_error") or ""
+    for category in root.get("test_categories") or []:
+        for test in category.get("tests") or []:
+            name = test.get("name", "?")
+            statuses = []
+            for res in test.get("results") or []:
+                status = str(res.get("status", "")).capitalize()
+                gpu = res.get("entity_id", res.get("gpu_id"))
+                found["gpus"].add(str(gpu))
+                statuses.append(status)
+                notes = [w.get("warning", "") if isinstance(w, dict) else str(w) for w in res.get("warnings") or []]
+                where = f"{name} on GPU {gpu}"
+                if status == "Fail":
+                    found["failures"].append(f"{where}: {'; '.join(notes) or 'failed'}")
+                elif notes:
+                    found["warnings"].append(f"{where}: {'; '.join(notes)}")
+                if status == "Skip":
+                    info = res.get("info")
+                    found["skipped"][name] = (
+                        info[0] if isinstance(info, list) and info else str(info or "")
+                    ) or "skipped"
+            summary = (test.get("test_summary") or {}).get("status")
+            found["tests"][name] = str(summary).capitalize() if summary else _worst(statuses)
+    found["gpus"] = len(found["gpus"] - {"None"})
+    return found
+
+
+def _worst(statuses):
+    for status in ("Fail", "Warn", "Pass"):
+        if status in statuses:
+            return status
+    return "Skip"
+
+
+def _count(n, noun):
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def dcgm_check(rc, out, err, level):
+    """The verdict on one `dcgmi diag -r LEVEL -j` run: failed on a failed test, a runtime error, no host engine
+    or output that is not DCGM's; passed otherwise, naming warnings and the tests DCGM skipped."""
+    run = f"dcgmi diag -r {level}"
+    if rc == DCGMI_NO_HOSTENGINE or "Unable to connect to host engine" in (out or ""):
+        return result(
+            "dcgm",
+            "failed",
+            f"{run}: no nv-hostengine answers (exit {rc}): start DCGM with systemctl enable --now nvidia-dcgm",
+        )
+    found = parse_dcgm_diag(out)
+    if found is None:
+        tail = ((err or "") + (out or "")).strip()[-300:]
+        return result("dcgm", "failed", f"{run} exited {rc} without a diagnostic: {tail or 'no output'}")
+    data = {"tests": found["tests"], "exit": rc}
+    problems = list(found["failures"])
+    if found["runtime_error"]:
+        problems.insert(0, f"runtime error: {found['runtime_error']}")
+    if not problems and rc != 0:
+        problems.append(f"exit {rc} with no failed test in its report")
+    if problems:
+        isolate = " (DCGM says: isolate the GPU)" if rc == DCGMI_ISOLATE else ""
+        return result("dcgm", "failed", f"{run}{isolate}: " + "; ".join(problems), **data)
+    ran = [n for n, s in found["tests"].items() if s != "Skip"]
+    reason = f"{run}: {_count(len(ran), 'test')} passed on {_count(found['gpus'], 'GPU')} ({', '.join(ran)})"
+    if found["warnings"]:
+        reason += "; warnings: " + "; ".join(found["warnings"])
+    if found["skipped"]:
+        why = sorted(set(found["skipped"].values()))
+        reason += f"; skipped: {', '.join(found['skipped'])} ({'; '.join(why)})"
+    return result("dcgm", "passed", reason, **data)

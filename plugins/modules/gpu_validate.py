@@ -191,9 +191,8 @@ def dcgm(module, params):
         return va.result("dcgm", "skipped", "DCGM is not installed (no dcgmi)")
     if params["busy"]:
         return va.result("dcgm", "refused", params["busy"])
-    rc, out, err = run(module, [dcgmi, "diag", "-r", str(params["dcgm_level"])])
-    status = "passed" if rc == 0 else "failed"
-    return va.result("dcgm", status, f"dcgmi diag -r {params['dcgm_level']} exited {rc}", output=(out or err)[-2000:])
+    rc, out, err = run(module, [dcgmi, "diag", "-r", str(params["dcgm_level"]), "-j"])
+    return va.dcgm_check(rc, out, err, params["dcgm_level"])
 
 
 def find_nvcc(module, params):

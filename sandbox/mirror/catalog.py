@@ -50,6 +50,10 @@ CUDNN = [
     ("libcudnn9-cuda-12", "libcudnn9-dev-cuda-12", "9.8.0.87", "-1"),
 ]
 NCCL = [("2.21.5", "12.4"), ("2.26.2", "12.8")]
+# DCGM: 4.x as NVIDIA/DCGM cmake/packaging.cmake splits it (core + one package per CUDA major, epoch 1, revision 1;
+# versions from Azure/AgentBaker's pins), 3.x as the one package of the real ubuntu2404 index (1:3.3.x, no revision).
+DCGM = {"4.4.1": ("12", "13"), "4.5.3": ("12", "13")}
+DCGM3 = "3.3.9"
 CONTAINER_TOOLKIT = {
     "1.17.4": "9b69590c7428470a72f2ae05f826412976af1395",
     "1.17.8": "f202b80a9b9d0db00d9b1d73c0128c8962c55f4d",
@@ -398,6 +402,104 @@ def nccl_packages(ver, cuda):
     ]
 
 
+# nvidia-dcgm.service as DCGM 4 installs it (NVIDIA/DCGM config-files/systemd/nvidia-dcgm.service.in).
+DCGM_UNIT = (
+    "[Unit]\nDescription=NVIDIA DCGM service\nAfter=nvidia-gpu-reset.target\nWants=nvidia-gpu-reset.target\n\n"
+    '[Service]\nUser=root\nPrivateTmp=false\n\nEnvironment="DCGM_HOME_DIR=/var/log/nvidia-dcgm"\n\n'
+    "ExecStart=/usr/bin/nv-hostengine -n --service-account nvidia-dcgm\n\nRestart=on-abort\n\n"
+    "[Install]\nAlias=dcgm.service\nWantedBy=multi-user.target\n"
+)
+# DCGM's postinst (scripts/deb/postinst): the service account and its log directory; it enables nothing.
+DCGM_POSTINST = """#!/bin/sh
+set -uf
+useradd -Urs /usr/sbin/nologin nvidia-dcgm
+retcode=$?
+set -e
+if [ $retcode -ne 0 ] && [ $retcode -ne 9 ]; then
+    exit $retcode
+fi
+mkdir -p /var/log/nvidia-dcgm
+chown nvidia-dcgm:nvidia-dcgm /var/log/nvidia-dcgm
+chmod 755 /var/log/nvidia-dcgm
+"""
+
+
+def hostengine_script(ver):
+    """nv-hostengine: -n stays in the foreground (the unit's form), else it forks; either way its pid goes to
+    /var/run/nvhostengine.pid, which the dcgmi stand-in reads to know it can connect."""
+    return (
+        "#!/bin/bash\nset -e\n"
+        f"# gpufleet.stack test mirror: stand-in for DCGM {ver}'s nv-hostengine (not NVIDIA software)\n"
+        'foreground=0; for arg in "$@"; do [ "$arg" = -n ] && foreground=1; done\n'
+        f'echo "Started host engine version {ver} using port number: 5555"\n'
+        'if [ "$foreground" = 1 ]; then echo $$ > /var/run/nvhostengine.pid; exec sleep infinity; fi\n'
+        "setsid sleep infinity </dev/null >/dev/null 2>&1 &\necho $! > /var/run/nvhostengine.pid\n"
+    )
+
+
+def dcgm_packages(ver, cudas, dcgmi_source):
+    """DCGM 4: core (the daemon, dcgmi, the unit) and one package per CUDA major with that major's plugins."""
+    rev = f"1:{ver}-1"
+    plugins = "/usr/libexec/datacenter-gpu-manager-4/plugins"
+    core = pkg(
+        "datacenter-gpu-manager-4-core",
+        rev,
+        depends=["libc6 (>= 2.27)", "lshw"],
+        Pre_Depends="passwd, login",
+        Conflicts="datacenter-gpu-manager",
+        files={
+            "/usr/bin/dcgmi": (dcgmi_source.replace("@VERSION@", ver), 0o755),
+            "/usr/bin/nv-hostengine": (hostengine_script(ver), 0o755),
+            "/usr/lib/systemd/system/nvidia-dcgm.service": (DCGM_UNIT, 0o644),
+            f"{LIB}/libdcgm.so.{ver}": (("stub", "dcgmInit", 0), 0o644),
+        },
+        links={f"{LIB}/libdcgm.so.4": f"libdcgm.so.{ver}"},
+        postinst=DCGM_POSTINST,
+    )
+    out = [core]
+    for cuda in cudas:
+        out.append(
+            pkg(
+                f"datacenter-gpu-manager-4-cuda{cuda}",
+                rev,
+                depends=[f"datacenter-gpu-manager-4-core (= {rev})"],
+                Provides=f"datacenter-gpu-manager-4 (= {rev})",
+                Recommends="libnuma1",
+                files={
+                    f"/usr/bin/dcgmproftester{cuda}": (
+                        sh(f'echo "stand-in: DCGM {ver} for CUDA {cuda}" >&2; exit 1'),
+                        0o755,
+                    ),
+                    f"{plugins}/cuda{cuda}/libDiagnostic.so.4": (f"stand-in plugin: {DESC}\n", 0o644),
+                },
+            )
+        )
+    return out
+
+
+def dcgm3_package(ver, dcgmi_source):
+    """DCGM 3: one package; its Conflicts/Replaces as the real ubuntu2404 index lists them."""
+    olds = (
+        "datacenter-gpu-manager, datacenter-gpu-manager-fabricmanager (<< 2.0), datacenter-gpu-manager-dcp-nda-only, "
+        "datacenter-gpu-manager-collectd, datacenter-gpu-manager-wsgi, "
+        "datacenter-gpu-manager-fabricmanager-internal-api-header"
+    )
+    return pkg(
+        "datacenter-gpu-manager",
+        f"1:{ver}",
+        depends=["libc6 (>= 2.17)"],
+        Provides="datacenter-gpu-manager",
+        Conflicts=olds,
+        Replaces=olds,
+        files={
+            "/usr/bin/dcgmi": (dcgmi_source.replace("@VERSION@", ver), 0o755),
+            "/usr/bin/nv-hostengine": (hostengine_script(ver), 0o755),
+            "/usr/lib/systemd/system/nvidia-dcgm.service": (DCGM_UNIT.replace("Alias=dcgm.service\n", ""), 0o644),
+        },
+        postinst=DCGM_POSTINST,
+    )
+
+
 def container_packages(ver, commit, ctk_source):
     rev = f"{ver}-1"
     ctk = ctk_source.replace("@VERSION@", ver).replace("@COMMIT@", commit)
@@ -453,7 +555,7 @@ def container_packages(ver, commit, ctk_source):
     ]
 
 
-def catalog(ctk_source, dist="debian12", key=b"", url=DEFAULT_URL):
+def catalog(ctk_source, dist="debian12", key=b"", url=DEFAULT_URL, dcgmi_source=""):
     """Every package of the mirror for one distribution; the driver as NVIDIA's repository has it (driver_graph.py:
     ~60 packages a version, cuda-keyring, pinning packages, 580 and its unsuffixed Fabric Manager)."""
     out = [keyring_package(dist, key, url)]
@@ -471,4 +573,7 @@ def catalog(ctk_source, dist="debian12", key=b"", url=DEFAULT_URL):
         out += nccl_packages(ver, cuda)
     for ver, commit in CONTAINER_TOOLKIT.items():
         out += container_packages(ver, commit, ctk_source)
+    for ver, cudas in DCGM.items():
+        out += dcgm_packages(ver, cudas, dcgmi_source)
+    out.append(dcgm3_package(DCGM3, dcgmi_source))
     return out

@@ -54,6 +54,7 @@ def inputs_digest():
         HERE / "catalog.py",
         HERE / "driver_graph.py",
         HERE / "nvidia_ctk.py",
+        HERE / "dcgmi.py",
         Path(__file__),
         NVML_SIM / "build.sh",
     ]
@@ -149,7 +150,8 @@ def build_deb(p, work, dest):
                 (tree / "DEBIAN" / script).write_text(p[script])
                 (tree / "DEBIAN" / script).chmod(0o755)
         (tree / "DEBIAN" / "control").write_text(control_text(p, max(1, size // 1024)))
-        deb = dest / f"{p['name']}_{p['version']}_amd64.deb"
+        # The file name drops the epoch, as NVIDIA's repository does (datacenter-gpu-manager-4-core_4.4.1-1_amd64.deb).
+        deb = dest / f"{p['name']}_{p['version'].split(':', 1)[-1]}_amd64.deb"
         run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(tree), str(deb)])
     return deb
 
@@ -223,6 +225,7 @@ def build(out, force=False, url=catalog.DEFAULT_URL):
     work = ROOT / ".cache" / "mirror-work"
     work.mkdir(parents=True, exist_ok=True)
     ctk = "#!/usr/bin/python3\n" + (HERE / "nvidia_ctk.py").read_text()
+    dcgmi = "#!/usr/bin/python3\n" + (HERE / "dcgmi.py").read_text()
     # Only www/ is served: the secret key in gnupg/ stays out of the web root.
     www = out / "www"
     shutil.rmtree(www, ignore_errors=True)
@@ -239,8 +242,8 @@ def build(out, force=False, url=catalog.DEFAULT_URL):
     key = (keys / "gpufleet-mirror.gpg").read_bytes()
     # Each CUDA repository gets its distribution's build of the driver (driver_graph.PER_DIST); the Container
     # Toolkit repository is one for all.
-    targets = [(rel, "cuda", catalog.catalog(ctk, rel.split("/")[3], key, url)) for rel in REPOS["cuda"]]
-    targets.append((REPOS["container"][0], "container", catalog.catalog(ctk, "debian12", key, url)))
+    targets = [(rel, "cuda", catalog.catalog(ctk, rel.split("/")[3], key, url, dcgmi)) for rel in REPOS["cuda"]]
+    targets.append((REPOS["container"][0], "container", catalog.catalog(ctk, "debian12", key, url, dcgmi)))
     for rel, repo, packages in targets:
         repo_dir = www / rel
         repo_dir.mkdir(parents=True)

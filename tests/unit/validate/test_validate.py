@@ -154,3 +154,51 @@ def test_without_a_driver_a_missing_cdi_spec_is_part_of_the_refusal():
     assert real["status"] == "failed" and real["reason"].startswith("NVML sees 8 GPUs but no container can use them")
     with_driver = va.runtime_check(["nvidia", "runc"], [], 8, "no image given", driver_loaded=True)
     assert with_driver["status"] == "failed" and "no nvidia.com/gpu=all" in with_driver["reason"]
+
+
+def test_dcgm4_failure_names_the_test_the_gpu_and_dcgms_message():
+    verdict = va.dcgm_check(226, text("dcgmi-diag-r2-4.x-row-remap.json"), "", 2)
+    assert verdict["status"] == "failed"
+    assert verdict["reason"] == (
+        "dcgmi diag -r 2: software on GPU 1: GPU 1 had uncorrectable memory errors and row remapping failed."
+    )
+    assert verdict["tests"] == {"software": "Fail", "memory": "Pass", "pcie": "Warn"}
+
+
+def test_dcgm4_isolate_exit_is_said():
+    verdict = va.dcgm_check(205, text("dcgmi-diag-r2-4.x-row-remap.json"), "", 2)
+    assert verdict["reason"].startswith("dcgmi diag -r 2 (DCGM says: isolate the GPU): software on GPU 1")
+
+
+def test_dcgm3_pass_with_a_warning():
+    verdict = va.dcgm_check(0, text("dcgmi-diag-r1-3.x-pass.json"), "", 1)
+    assert verdict["status"] == "passed"
+    assert verdict["reason"] == (
+        "dcgmi diag -r 1: 5 tests passed on 1 GPU (Denylist, NVML Library, Persistence Mode, Graphics Processes, "
+        "Page Retirement/Row Remap); warnings: Persistence Mode on GPU 0: Persistence mode for GPU 0 is disabled."
+    )
+
+
+def test_dcgm_without_host_engine_says_how_to_start_it():
+    out = (
+        "Error: unable to establish a connection to the specified host: localhost\n"
+        "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n"
+    )
+    verdict = va.dcgm_check(235, out, "", 1)
+    assert verdict["status"] == "failed"
+    assert verdict["reason"].endswith("start DCGM with systemctl enable --now nvidia-dcgm")
+
+
+def test_dcgm_output_that_is_not_a_diagnostic_fails():
+    verdict = va.dcgm_check(124, "", "", 3)
+    assert verdict == {
+        "check": "dcgm",
+        "status": "failed",
+        "reason": "dcgmi diag -r 3 exited 124 without a diagnostic: no output",
+    }
+    assert va.dcgm_check(0, '{"other": 1}', "", 1)["status"] == "failed"
+
+
+def test_dcgm_nonzero_exit_without_a_failed_test_is_not_a_pass():
+    passing = text("dcgmi-diag-r1-3.x-pass.json")
+    assert va.dcgm_check(1, passing, "", 1)["reason"].endswith("exit 1 with no failed test in its report")
