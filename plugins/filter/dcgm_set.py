@@ -26,7 +26,7 @@ options:
     type: str
     default: ""
   gpus:
-    description: Compute capabilities of the node's GPUs (C(7.0)), where known.
+    description: The node's GPUs (C(gpufleet_stack.gpu)); compute capabilities (C(7.0)) count, product names do not.
     type: list
     elements: str
     default: []
@@ -47,8 +47,9 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._dcgm_set import Dc
 
 
 def dcgm_set_filter(version, driver="", cuda="", gpus=()):
+    listed = [gpus] if isinstance(gpus, (str, float, int)) else gpus or ()
     try:
-        return dcgm_set(str(version), str(driver or ""), str(cuda or ""), [str(g) for g in gpus or ()])
+        return dcgm_set(str(version), str(driver or ""), str(cuda or ""), [str(g) for g in listed])
     except DcgmSetError as exc:
         raise AnsibleFilterError(str(exc)) from None
 

@@ -13,6 +13,8 @@ package datacenter-gpu-manager (1:3.3.9), which -4-core Conflicts with.
 
 from __future__ import annotations
 
+import re
+
 CORE = "datacenter-gpu-manager-4-core"
 LEGACY = "datacenter-gpu-manager"
 # The CUDA user-mode driver major each driver branch ships (NVIDIA's CUDA toolkit release notes, table 3).
@@ -40,18 +42,16 @@ def driver_cuda_major(driver):
 
 
 def _cc(value):
-    try:
-        major, minor = str(value).split(".")[:2]
-        return int(major), int(minor)
-    except ValueError:
-        return None
+    """(7, 0) from a compute capability "7.0"; None for anything else (a product name)."""
+    found = re.fullmatch(r"(\d{1,2})\.(\d)", str(value).strip())
+    return (int(found.group(1)), int(found.group(2))) if found else None
 
 
 def flavour(version, driver="", cuda="", gpus=()):
     """(CUDA major as str, reason) of the DCGM 4 package to install.
 
-    cuda: what the user set (dcgm_cuda), "" to derive it from the driver. gpus: compute capabilities ("7.0") of the
-    node's GPUs where known (gpufleet_stack.gpu or gpu_facts), for the pre-Turing rule.
+    cuda: what the user set (dcgm_cuda), "" to derive it from the driver. gpus: the node's GPUs as gpufleet_stack.gpu
+    lists them; their compute capabilities ("7.0") count for the pre-Turing rule, product names do not.
     """
     if cuda:
         return str(cuda), f"CUDA {cuda} as dcgm_cuda sets"

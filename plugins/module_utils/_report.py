@@ -20,8 +20,12 @@ COMPONENT_KEYS = {
     "cudnn": ("cudnn",),
     "nccl": ("nccl",),
     "container_toolkit": ("container_toolkit",),
+    "dcgm": ("dcgm",),
     "horovod": ("framework", "horovod"),
 }
+
+
+STACK_LABELS = (("cudnn", "cuDNN"), ("nccl", "NCCL"), ("container_toolkit", "Container Toolkit"), ("dcgm", "DCGM"))
 
 
 def version_matches(desired, actual):
@@ -55,6 +59,7 @@ def installed_versions(installed):
         "cudnn": version_of("cudnn"),
         "nccl": version_of("nccl"),
         "container_toolkit": version_of("container_toolkit"),
+        "dcgm": version_of("dcgm"),
         "frameworks": {
             name: (fw[0] if isinstance(fw, list) and fw else fw or {}).get("version") for name, fw in frameworks.items()
         },
@@ -81,7 +86,7 @@ def drift(desired, gpu, installed):
         for cuda in wanted if isinstance(wanted, list) else [wanted] if wanted else []:
             if not any(version_matches(cuda, v) for v in found["cuda"]):
                 out.append(("CUDA", f"CUDA {cuda} not installed (have {', '.join(found['cuda']) or 'none'})"))
-        for key, label in (("cudnn", "cuDNN"), ("nccl", "NCCL"), ("container_toolkit", "Container Toolkit")):
+        for key, label in STACK_LABELS:
             if desired.get(key) and not version_matches(desired[key], found[key]):
                 out.append((label, f"{label} {found[key] or 'absent'} ≠ {desired[key]}"))
         framework = desired.get("framework") or {}
@@ -122,6 +127,7 @@ def stack_of(gpu, installed):
         "cudnn": found["cudnn"],
         "nccl": found["nccl"],
         "container_toolkit": found["container_toolkit"],
+        "dcgm": found["dcgm"],
         "frameworks": {k: v for k, v in found["frameworks"].items() if v},
     }
 

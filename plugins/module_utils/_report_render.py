@@ -30,7 +30,7 @@ def stack_text(stack):
     parts = [f"driver {stack.get('driver') or 'none'}" + (f" {stack['flavor']}" if stack.get("flavor") else "")]
     parts += [f"FM {stack['fabricmanager']}"] if stack.get("fabricmanager") else []
     parts += ["CUDA " + ", ".join(stack["cuda"])] if stack.get("cuda") else []
-    for key, label in (("cudnn", "cuDNN"), ("nccl", "NCCL"), ("container_toolkit", "CTK")):
+    for key, label in (("cudnn", "cuDNN"), ("nccl", "NCCL"), ("container_toolkit", "CTK"), ("dcgm", "DCGM")):
         parts += [f"{label} {stack[key]}"] if stack.get(key) else []
     parts += [f"{name} {version}" for name, version in sorted((stack.get("frameworks") or {}).items())]
     return ", ".join(parts)

@@ -45,6 +45,7 @@ def gather(scanner, python_envs):
         ),
         "fabricmanager": scanner.simple_tool("fabricmanager", "usr/bin/nv-fabricmanager", pkgs, manager),
         "container_toolkit": scanner.simple_tool("container_toolkit", "usr/bin/nvidia-ctk", pkgs, manager),
+        "dcgm": scanner.simple_tool("dcgm", "usr/bin/dcgmi", pkgs, manager),
         "frameworks": {},
         "package_manager": manager,
     }

@@ -16,7 +16,7 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as m
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_gpu as gpu_rules
 from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
 
-KEYS = ("driver", "cuda", "cudnn", "nccl", "fabricmanager", "container_toolkit", "framework", "horovod")
+KEYS = ("driver", "cuda", "cudnn", "nccl", "fabricmanager", "container_toolkit", "dcgm", "framework", "horovod")
 
 
 class InputError(ValueError):
@@ -79,6 +79,7 @@ def from_versions(versions):
         "nccl_cuda": v.package_cuda_build(nccl),
         "fabricmanager": _text(versions.get("fabricmanager"), "fabricmanager"),
         "container_toolkit": _text(versions.get("container_toolkit"), "container_toolkit"),
+        "dcgm": _text(versions.get("dcgm"), "dcgm"),
         "horovod": _text(versions.get("horovod"), "horovod"),
         "frameworks": frameworks,
         "notes": [],
@@ -144,6 +145,7 @@ def from_installed(installed):
         "nccl_cuda": _finding_cuda(nccl),
         "fabricmanager": (installed.get("fabricmanager") or {}).get("version"),
         "container_toolkit": (installed.get("container_toolkit") or {}).get("version"),
+        "dcgm": (installed.get("dcgm") or {}).get("version"),
         "horovod": horovod,
         "frameworks": frameworks,
         "notes": notes,
@@ -200,7 +202,7 @@ def as_pins(installed):
             cuda.append(short)
     if cuda:
         pins["cuda"] = cuda[0] if len(cuda) == 1 else cuda
-    for key in ("cudnn", "nccl", "fabricmanager", "container_toolkit"):
+    for key in ("cudnn", "nccl", "fabricmanager", "container_toolkit", "dcgm"):
         found = installed.get(key) or {}
         if found.get("present") and found.get("version"):
             pins[key] = found["version"]

@@ -29,6 +29,7 @@ PATTERNS = {
     "cudnn": [r"libcudnn\d+(-cuda-\d+)?", r"cudnn\d*-cuda-\d+", r"libcudnn\d+-dev(-cuda-\d+)?", r"nvidia-cudnn"],
     "nccl": [r"libnccl2?", r"libnccl-devel"],
     "container_toolkit": [r"nvidia-container-toolkit", r"nvidia-container-toolkit-base"],
+    "dcgm": [r"datacenter-gpu-manager-4-core", r"datacenter-gpu-manager"],
     "cuda_toolkit": [r"cuda-toolkit-\d+-\d+", r"nvidia-cuda-toolkit", r"cuda-toolkit"],
 }
 

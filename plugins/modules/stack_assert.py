@@ -34,7 +34,7 @@ options:
   versions:
     description:
       - The stack to check, shaped like C(gpufleet_stack). Keys C(driver), C(cuda) (one or a list), C(cudnn),
-        C(nccl) (may carry a C(+cudaX.Y) build), C(fabricmanager), C(container_toolkit), C(horovod) and
+        C(nccl) (may carry a C(+cudaX.Y) build), C(fabricmanager), C(container_toolkit), C(dcgm), C(horovod) and
         C(framework) (C({name, version, cuda}) or the shorthand C(torch==2.7.1+cu128)), C(driver_flavor)
         (V(open) or V(proprietary)) and C(gpu) (a product name such as V(NVIDIA H100 80GB HBM3) or V(A100), a
         compute capability such as V(9.0), or an C(sm_XY) target; one or a list). Other keys are ignored.

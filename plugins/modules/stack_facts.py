@@ -75,11 +75,11 @@ ansible_facts:
     gpufleet_installed:
       description:
         - What is installed. Components C(driver), C(cuda), C(cudnn), C(nccl), C(fabricmanager),
-          C(container_toolkit) and C(frameworks).
+          C(container_toolkit), C(dcgm) and C(frameworks).
         - C(stack) is the same, shaped like the inventory's C(gpufleet_stack) with exact versions (C(driver),
           C(driver_flavor), C(cuda) as C(X.Y) or a list with C(/usr/local/cuda)'s first, C(cudnn), C(nccl),
-          C(fabricmanager), C(container_toolkit)), which C(playbooks/upgrade.yml) records as a rollback target.
-        - C(cudnn), C(nccl), C(fabricmanager), C(container_toolkit) have C(present), C(version), C(source),
+          C(fabricmanager), C(container_toolkit), C(dcgm)), which C(playbooks/upgrade.yml) records as a rollback target.
+        - C(cudnn), C(nccl), C(fabricmanager), C(container_toolkit), C(dcgm) have C(present), C(version), C(source),
           C(consistent) (all findings agree) and C(findings) (each C(version), C(source)).
         - C(kernels) is C(running), C(next_boot) (the image C(/vmlinuz) points to, else the newest in C(/boot)),
           C(next_boot_source) and C(kernels), one per image in C(/boot) with C(release), C(running), C(next_boot),

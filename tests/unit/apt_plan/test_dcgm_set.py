@@ -102,3 +102,7 @@ def test_pin_selects_every_dcgm4_package():
     for name in ("datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-cuda13", "datacenter-gpu-manager-4-config"):
         assert ap.selected(pin, name, name)
     assert not ap.selected(pin, "datacenter-gpu-manager-exporter", "datacenter-gpu-manager-exporter")
+
+
+def test_product_names_do_not_count_for_the_pre_turing_rule():
+    assert dcgm_set("4.4.1", "580", gpus=["Tesla V100-SXM2-16GB", "9.0"])["cuda"] == "13"

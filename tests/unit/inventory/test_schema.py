@@ -112,6 +112,8 @@ def check(name, value, playbook="facts", **more):
         ("gpufleet_sheduler", "slurm", ["did you mean gpufleet_scheduler?"]),
         ("container_toolkit_cdi_spec", "/etc/cdi/", ["ends in /"]),
         ("horovod_gpu_operations", "mpi", ['"mpi": not one of the choices']),  # from the role's argument_specs
+        ("gpufleet_stack", {**STACK, "dcgm": "4.4"}, ['gpufleet_stack.dcgm is "4.4"', '"4.4.1" (DCGM 4']),
+        ("dcgm_cuda", "12.8", ['"12.8": not one of the choices', 'the "CUDA Version" nvidia-smi prints']),
     ],
 )
 def test_each_bad_value_is_named_with_its_value_and_fix(name, value, expected):

@@ -115,7 +115,9 @@ def job(seconds, job_id="12"):
 
 def test_drain_waits_for_the_running_job(cluster):
     setup, read, run = cluster
-    setup(jobs=[job(3)])
+    # The job ends 6 s after it is written: the module (a cold Python start on a loaded 2-core machine can take
+    # seconds) still has to wait for it.
+    setup(jobs=[job(6)])
     rc, result = run({"state": "drained", "reason": "gpufleet: upgrade to driver 570.172.08", "timeout": 30})
     assert rc == 0, result
     assert result["changed"] and result["ours"] and not result["timed_out"]
