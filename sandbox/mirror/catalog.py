@@ -54,6 +54,9 @@ NCCL = [("2.21.5", "12.4"), ("2.26.2", "12.8")]
 # versions from Azure/AgentBaker's pins), 3.x as the one package of the real ubuntu2404 index (1:3.3.x, no revision).
 DCGM = {"4.4.1": ("12", "13"), "4.5.3": ("12", "13")}
 DCGM3 = "3.3.9"
+# dcgm-exporter's package: its own version (no epoch, revision 1; Azure/AgentBaker pins 4.6.0-1, a 4.8.2-1 file is
+# listed elsewhere) -> the DCGM it is built against (its image tags: <DCGM>-<exporter>).
+DCGM_EXPORTER = {"4.6.0": "4.4.1", "4.8.2": "4.5.3"}
 CONTAINER_TOOLKIT = {
     "1.17.4": "9b69590c7428470a72f2ae05f826412976af1395",
     "1.17.8": "f202b80a9b9d0db00d9b1d73c0128c8962c55f4d",
@@ -477,6 +480,63 @@ def dcgm_packages(ver, cudas, dcgmi_source):
     return out
 
 
+# nvidia-dcgm-exporter.service as dcgm-exporter's packaging installs it (packaging/config-files/systemd).
+DCGM_EXPORTER_UNIT = (
+    "[Unit]\nDescription=NVIDIA DCGM-exporter service\nWants=nvidia-dcgm.service\nAfter=nvidia-dcgm.service\n\n"
+    "[Service]\nUser=root\nPrivateTmp=false\nStandardOutput=append:/var/log/dcgm-exporter.log\n"
+    "StandardError=append:/var/log/dcgm-exporter.log\n"
+    "ExecStart=/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv\nRestart=on-abort\n\n"
+    "[Install]\nWantedBy=multi-user.target\n"
+)
+# A part of NVIDIA's etc/default-counters.csv, its lines as written there.
+DCGM_COUNTERS = """# Format
+# If line starts with a '#' it is considered a comment
+# DCGM FIELD, Prometheus metric type, help message
+
+# Clocks
+DCGM_FI_DEV_SM_CLOCK,  gauge, SM clock frequency (in MHz).
+DCGM_FI_DEV_MEM_CLOCK, gauge, Memory clock frequency (in MHz).
+
+# Temperature
+DCGM_FI_DEV_MEMORY_TEMP, gauge, Memory temperature (in C).
+DCGM_FI_DEV_GPU_TEMP,    gauge, GPU temperature (in C).
+
+# Power
+DCGM_FI_DEV_POWER_USAGE,              gauge, Power draw (in W).
+
+# Utilization
+DCGM_FI_DEV_GPU_UTIL,      gauge, GPU utilization (in %).
+
+# Errors and violations
+DCGM_FI_DEV_XID_ERRORS,              gauge,  Value of the last XID error encountered.
+
+# Memory usage
+DCGM_FI_DEV_FB_FREE, gauge, Framebuffer memory free (in MiB).
+DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB).
+
+# Remapped rows
+DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, counter, Number of remapped rows for uncorrectable errors
+DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS,   counter, Number of remapped rows for correctable errors
+DCGM_FI_DEV_ROW_REMAP_FAILURE,           gauge,   Whether remapping of rows has failed
+
+# Static configuration information
+DCGM_FI_DRIVER_VERSION,        label, Driver Version
+"""
+
+
+def dcgm_exporter_package(ver, dcgm, source):
+    return pkg(
+        "datacenter-gpu-manager-exporter",
+        f"{ver}-1",
+        depends=[f"datacenter-gpu-manager-4-core (>= 1:{dcgm})", "python3"],  # python3: our stand-in is a script
+        files={
+            "/usr/bin/dcgm-exporter": (source, 0o755),
+            "/etc/dcgm-exporter/default-counters.csv": (DCGM_COUNTERS, 0o644),
+            "/usr/lib/systemd/system/nvidia-dcgm-exporter.service": (DCGM_EXPORTER_UNIT, 0o644),
+        },
+    )
+
+
 def dcgm3_package(ver, dcgmi_source):
     """DCGM 3: one package; its Conflicts/Replaces as the real ubuntu2404 index lists them."""
     olds = (
@@ -555,7 +615,7 @@ def container_packages(ver, commit, ctk_source):
     ]
 
 
-def catalog(ctk_source, dist="debian12", key=b"", url=DEFAULT_URL, dcgmi_source=""):
+def catalog(ctk_source, dist="debian12", key=b"", url=DEFAULT_URL, *, dcgmi_source="", exporter_source=""):
     """Every package of the mirror for one distribution; the driver as NVIDIA's repository has it (driver_graph.py:
     ~60 packages a version, cuda-keyring, pinning packages, 580 and its unsuffixed Fabric Manager)."""
     out = [keyring_package(dist, key, url)]
@@ -576,4 +636,6 @@ def catalog(ctk_source, dist="debian12", key=b"", url=DEFAULT_URL, dcgmi_source=
     for ver, cudas in DCGM.items():
         out += dcgm_packages(ver, cudas, dcgmi_source)
     out.append(dcgm3_package(DCGM3, dcgmi_source))
+    for ver, dcgm in DCGM_EXPORTER.items():
+        out.append(dcgm_exporter_package(ver, dcgm, exporter_source))
     return out

@@ -55,6 +55,7 @@ def inputs_digest():
         HERE / "driver_graph.py",
         HERE / "nvidia_ctk.py",
         HERE / "dcgmi.py",
+        HERE / "dcgm_exporter.py",
         Path(__file__),
         NVML_SIM / "build.sh",
     ]
@@ -226,6 +227,7 @@ def build(out, force=False, url=catalog.DEFAULT_URL):
     work.mkdir(parents=True, exist_ok=True)
     ctk = "#!/usr/bin/python3\n" + (HERE / "nvidia_ctk.py").read_text()
     dcgmi = "#!/usr/bin/python3\n" + (HERE / "dcgmi.py").read_text()
+    exporter = "#!/usr/bin/python3\n" + (HERE / "dcgm_exporter.py").read_text()
     # Only www/ is served: the secret key in gnupg/ stays out of the web root.
     www = out / "www"
     shutil.rmtree(www, ignore_errors=True)
@@ -242,8 +244,9 @@ def build(out, force=False, url=catalog.DEFAULT_URL):
     key = (keys / "gpufleet-mirror.gpg").read_bytes()
     # Each CUDA repository gets its distribution's build of the driver (driver_graph.PER_DIST); the Container
     # Toolkit repository is one for all.
-    targets = [(rel, "cuda", catalog.catalog(ctk, rel.split("/")[3], key, url, dcgmi)) for rel in REPOS["cuda"]]
-    targets.append((REPOS["container"][0], "container", catalog.catalog(ctk, "debian12", key, url, dcgmi)))
+    sources = {"dcgmi_source": dcgmi, "exporter_source": exporter}
+    targets = [(rel, "cuda", catalog.catalog(ctk, rel.split("/")[3], key, url, **sources)) for rel in REPOS["cuda"]]
+    targets.append((REPOS["container"][0], "container", catalog.catalog(ctk, "debian12", key, url, **sources)))
     for rel, repo, packages in targets:
         repo_dir = www / rel
         repo_dir.mkdir(parents=True)

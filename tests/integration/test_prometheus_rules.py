@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-RULES = ROOT / "roles" / "gpu_monitoring" / "files" / "prometheus" / "gpufleet-gpu.rules.yml"
-RULE_TESTS = Path(__file__).parent / "prometheus" / "gpufleet-gpu.rules.test.yml"
+RULES_DIR = ROOT / "roles" / "gpu_monitoring" / "files" / "prometheus"
+# Each rule file (the collector's gpufleet_* metrics, dcgm-exporter's DCGM_FI_*) with its rule count and its tests.
+RULE_FILES = {"gpufleet-gpu": 14, "gpufleet-dcgm": 6}
 COLLECTOR = ROOT / "roles" / "gpu_monitoring" / "files" / "gpufleet-gpu-health"
 SIM = ROOT / "sandbox" / "nvml-sim"
 PROFILES = sorted((SIM / "profiles").glob("*.json"))
@@ -23,14 +24,16 @@ def promtool(*argv, stdin=None):
     return subprocess.run([binary, *argv], input=stdin, capture_output=True, text=True, check=False, timeout=120)
 
 
-def test_rules_are_valid():
-    proc = promtool("check", "rules", str(RULES))
+@pytest.mark.parametrize(("name", "count"), RULE_FILES.items())
+def test_rules_are_valid(name, count):
+    proc = promtool("check", "rules", str(RULES_DIR / f"{name}.rules.yml"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 14 rules found" in proc.stdout
+    assert f"SUCCESS: {count} rules found" in proc.stdout
 
 
-def test_rules_fire_and_clear_as_their_tests_say():
-    proc = promtool("test", "rules", str(RULE_TESTS))
+@pytest.mark.parametrize("name", RULE_FILES)
+def test_rules_fire_and_clear_as_their_tests_say(name):
+    proc = promtool("test", "rules", str(Path(__file__).parent / "prometheus" / f"{name}.rules.test.yml"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "SUCCESS" in proc.stdout
 

@@ -4,6 +4,7 @@ from the NVML simulator's profile, the JSON schema of DCGM 4 and 3, the exit sta
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -140,3 +141,87 @@ def test_dcgm3_json_uses_its_own_schema(mirror, tmp_path):
     result = diag["DCGM GPU Diagnostic"]["test_categories"][0]["tests"][0]["results"][0]
     assert result["gpu_id"] == "0"
     assert diag["version"] == "3.3.9"
+
+
+def test_exporter_serves_dcgm_fields_from_nvml(mirror, tmp_path):
+    """dcgm-exporter as the mirror ships it: its counters file, the unit, and /metrics with one sample per GPU and
+    field, the driver version as a label, the last Xid of each GPU from the kernel log."""
+    import socket
+    import time
+    import urllib.request
+
+    root = extract(mirror, CUDA12, "datacenter-gpu-manager-exporter", "4.6.0-1", tmp_path / "exporter")
+    unit = (root / "usr/lib/systemd/system/nvidia-dcgm-exporter.service").read_text()
+    assert "ExecStart=/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv" in unit
+    profile = {
+        "driver_version": "570.133.20",
+        "host": {"xid_lines": ["NVRM: Xid (PCI:0000:2a:00): 79, pid=0, GPU has fallen off the bus."]},
+        "gpus": [
+            gpu(
+                uuid="GPU-a", name="NVIDIA H100 80GB HBM3", temperature={"gpu": 41}, pci={"bus_id": "00000000:18:00.0"}
+            ),
+            gpu(
+                uuid="GPU-b",
+                name="NVIDIA H100 80GB HBM3",
+                temperature={"gpu": 93},
+                pci={"bus_id": "00000000:2A:00.0"},
+                remapped_rows={"failure": True, "uncorrectable": 2},
+            ),
+        ],
+    }
+    (tmp_path / "profile.json").write_text(json.dumps(profile))
+    source = (root / "usr/bin/dcgm-exporter").read_text()
+    source = source.replace('"/etc/gpufleet/nvml-sim/profile.json"', repr(str(tmp_path / "profile.json")))
+    script = tmp_path / "dcgm-exporter"
+    script.write_text(source)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    counters = root / "etc/dcgm-exporter/default-counters.csv"
+    proc = subprocess.Popen([sys.executable, script, "-f", counters, "-a", f"127.0.0.1:{port}"])
+    try:
+        for _ in range(50):
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("dcgm-exporter did not answer")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert "# TYPE DCGM_FI_DEV_GPU_TEMP gauge" in text
+    temps = [line for line in text.splitlines() if line.startswith("DCGM_FI_DEV_GPU_TEMP{")]
+    assert len(temps) == 2
+    assert temps[1].startswith('DCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-b",pci_bus_id="00000000:2A:00.0",device="nvidia')
+    assert 'DCGM_FI_DRIVER_VERSION="570.133.20"' in temps[1] and temps[1].endswith(" 93")
+    assert 'DCGM_FI_DEV_ROW_REMAP_FAILURE{gpu="1"' in text
+    xid = [line for line in text.splitlines() if line.startswith("DCGM_FI_DEV_XID_ERRORS{")]
+    assert xid[0].endswith(" 0") and xid[1].endswith(" 79")
+    promtool = shutil.which("promtool")
+    if promtool:  # it parses as Prometheus parses it; its lint findings are the real exporter's own (camelCase
+        # labels UUID/modelName/Hostname, counters without _total), nothing else
+        checked = subprocess.run(
+            [promtool, "check", "metrics"], input=text, capture_output=True, text=True, check=False
+        )
+        findings = (checked.stdout + checked.stderr).splitlines()
+        assert findings and all(
+            "label names should be written in 'snake_case'" in f or 'counter metrics should have "_total"' in f
+            for f in findings
+        ), findings
+
+
+def test_exporter_refuses_a_field_dcgm_does_not_have(mirror, tmp_path):
+    root = extract(mirror, CUDA12, "datacenter-gpu-manager-exporter", "4.6.0-1", tmp_path / "exporter")
+    bad = tmp_path / "counters.csv"
+    bad.write_text("DCGM_FI_DEV_GPU_TEMPERATURE, gauge, typo\n")
+    proc = subprocess.run(
+        [sys.executable, root / "usr/bin/dcgm-exporter", "-f", bad, "-a", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    assert proc.returncode != 0
+    assert "Could not find DCGM field" in proc.stderr
