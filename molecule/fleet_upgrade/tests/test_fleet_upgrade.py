@@ -186,7 +186,13 @@ def test_a_live_rollout_drains_waits_for_the_job_and_gives_every_node_back(tmp_p
     watch = DrainWatch()
     watch.start()
     try:
-        proc = upgrade(tmp_path, "570.172.08", "-e", '{"gpufleet_upgrade_serial": [1, 2]}')
+        # The readiness gate's validation hook (gpufleet_upgrade_validate): DCGM's check, not installed here.
+        proc = upgrade(
+            tmp_path,
+            "570.172.08",
+            "-e",
+            '{"gpufleet_upgrade_serial": [1, 2], "gpufleet_upgrade_validate": true, "gpu_validation_checks": ["dcgm"]}',
+        )
     finally:
         watch.stop.set()
         watch.join()
@@ -218,6 +224,8 @@ def test_a_live_rollout_drains_waits_for_the_job_and_gives_every_node_back(tmp_p
     report = json.loads((tmp_path / "report" / "fleet-report.json").read_text())
     # The GPU nodes (gpufleet_hosts=gpu), each without drift; the Slurm controller is not a GPU host to report.
     assert sorted((r["host"], r["drift"]) for r in report["rows"]) == [(name, []) for name in NODES]
+    # Each node went through the validation step of its gate, and the report says what it found.
+    assert [r["validation"] for r in report["rows"]] == ["skipped (dcgm skipped)"] * len(NODES)
 
 
 def test_a_failing_package_stops_the_rollout_and_leaves_that_node_drained(tmp_path):

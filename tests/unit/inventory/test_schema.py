@@ -222,3 +222,15 @@ def test_every_role_variable_source_is_a_variable_of_the_schema():
             top, _dot, key = source.partition(".")
             assert top in SCHEMA["variables"], f"{name}: {source}"
             assert not key or key in SCHEMA["variables"][top].get("keys", {}), f"{name}: {source}"
+
+
+def test_dcgm_component_needs_its_version_and_the_driver_or_dcgm_cuda():
+    values = {"gpufleet_components": ["dcgm"], "gpufleet_stack": {"cuda": "12.8"}}
+    problems = inv.check_host(SCHEMA, ROLE_SPECS, values, "site")
+    assert [p.split(", which", maxsplit=1)[0] for p in problems] == [
+        "gpufleet_stack has no dcgm",
+        "gpufleet_stack has no driver",
+    ]
+    assert "(or set dcgm_cuda)" in problems[1]
+    fine = {"gpufleet_components": ["dcgm"], "gpufleet_stack": {"dcgm": "4.4.1"}, "dcgm_cuda": "13"}
+    assert inv.check_host(SCHEMA, ROLE_SPECS, fine, "site") == []

@@ -180,7 +180,7 @@ def test_exporter_serves_dcgm_fields_from_nvml(mirror, tmp_path):
     counters = root / "etc/dcgm-exporter/default-counters.csv"
     proc = subprocess.Popen([sys.executable, script, "-f", counters, "-a", f"127.0.0.1:{port}"])
     try:
-        for _ in range(50):
+        for _attempt in range(50):
             try:
                 text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
                 break
