@@ -26,7 +26,7 @@ options:
     type: str
     default: ""
   gpus:
-    description: The node's GPUs (C(gpufleet_stack.gpu)); compute capabilities (C(7.0)) count, product names do not.
+    description: The node's GPUs (C(gpufleet_stack.gpu)); compute capabilities (C(7.0)) and C(sm_70) count.
     type: list
     elements: str
     default: []

@@ -28,22 +28,24 @@ class DcgmSetError(ValueError):
     pass
 
 
-def _numbers(text, what):
+def _numbers(text, what, example="4.4.1"):
     try:
         return tuple(int(x) for x in str(text).split("."))
     except ValueError:
-        raise DcgmSetError(f"{what} {text!r} is not a version such as 4.4.1") from None
+        raise DcgmSetError(f"{what} {text!r} is not a version such as {example}") from None
 
 
 def driver_cuda_major(driver):
     """The CUDA major a driver branch's user-mode driver is: "580.95.05" -> 13, "570" -> 12; None below 450."""
-    branch = _numbers(str(driver).split(".", maxsplit=1)[0], "the driver")[0]
+    what = "dcgm_driver (gpufleet_stack.driver)"
+    branch = _numbers(str(driver).split(".", maxsplit=1)[0], what, "570.133.20 or 580")[0]
     return next((major for start, major in UMD_FROM if branch >= start), None)
 
 
 def _cc(value):
-    """(7, 0) from a compute capability "7.0"; None for anything else (a product name)."""
-    found = re.fullmatch(r"(\d{1,2})\.(\d)", str(value).strip())
+    """(7, 0) from a compute capability "7.0" or an sm_XY target "sm_70"; None for a product name."""
+    text = str(value).strip()
+    found = re.fullmatch(r"(\d{1,2})\.(\d)", text) or re.fullmatch(r"(?:sm|compute)_?(\d{1,2})(\d)[a-z]?", text, re.I)
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
@@ -51,9 +53,10 @@ def flavour(version, driver="", cuda="", gpus=()):
     """(CUDA major as str, reason) of the DCGM 4 package to install.
 
     cuda: what the user set (dcgm_cuda), "" to derive it from the driver. gpus: the node's GPUs as gpufleet_stack.gpu
-    lists them; their compute capabilities ("7.0") count for the pre-Turing rule, product names do not.
+    lists them; their compute capabilities ("7.0", "sm_70") count for the pre-Turing rule, product names do not.
     """
     if cuda:
+        _needs_cuda13_build(version, int(cuda), f"dcgm_cuda {cuda}")
         return str(cuda), f"CUDA {cuda} as dcgm_cuda sets"
     if not driver:
         raise DcgmSetError(
@@ -62,18 +65,25 @@ def flavour(version, driver="", cuda="", gpus=()):
         )
     major = driver_cuda_major(driver)
     if major is None:
-        raise DcgmSetError(f"driver {driver} is older than any DCGM 4 build (R450 is the oldest with CUDA 11)")
+        raise DcgmSetError(
+            f"dcgm_driver (gpufleet_stack.driver) {driver} is older than any DCGM 4 build (R450 is the oldest, with "
+            "CUDA 11): install a newer driver, or set dcgm_version to DCGM 3 (3.3.9)"
+        )
     reason = f"driver {driver} ships the CUDA {major} user-mode driver"
     old = sorted({g for g in gpus if _cc(g) and _cc(g) < CUDA12_BELOW_CC})
     if major >= 13 and old:
         major = 12
         reason += f"; GPUs of compute capability {', '.join(old)} (before Turing) take the cuda12 build (DCGM#254)"
+    _needs_cuda13_build(version, major, f"driver {driver}")
+    return str(major), reason
+
+
+def _needs_cuda13_build(version, major, who):
     if major >= 13 and _numbers(version, "dcgm_version")[:2] < CUDA13_FROM:
         raise DcgmSetError(
             f"DCGM {version} has no CUDA 13 build (datacenter-gpu-manager-4-cuda13 exists from 4.4.0) and "
-            f"driver {driver} needs one: set dcgm_version (gpufleet_stack.dcgm) to 4.4.1 or newer"
+            f"{who} needs one: set dcgm_version (gpufleet_stack.dcgm) to 4.4.1 or newer"
         )
-    return str(major), reason
 
 
 def dcgm_set(version, driver="", cuda="", gpus=()):

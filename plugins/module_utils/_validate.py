@@ -232,8 +232,8 @@ def parse_dcgm_diag(text):
             name = test.get("name", "?")
             statuses = []
             for res in test.get("results") or []:
-                status = str(res.get("status", "")).capitalize()
-                gpu = res.get("entity_id", res.get("gpu_id"))
+                status = _status(res.get("status"))
+                gpu = res.get("entity_id", res.get("gpu_id", res.get("gpu_ids")))
                 found["gpus"].add(str(gpu))
                 statuses.append(status)
                 notes = [w.get("warning", "") if isinstance(w, dict) else str(w) for w in res.get("warnings") or []]
@@ -248,9 +248,17 @@ def parse_dcgm_diag(text):
                         info[0] if isinstance(info, list) and info else str(info or "")
                     ) or "skipped"
             summary = (test.get("test_summary") or {}).get("status")
-            found["tests"][name] = str(summary).capitalize() if summary else _worst(statuses)
+            found["tests"][name] = _status(summary) if summary else _worst(statuses)
     found["gpus"] = len(found["gpus"] - {"None"})
     return found
+
+
+def _status(text):
+    """DCGM's result words in one form: Pass, Fail, Warn, Skip ("Not Run", DCGM 3's "SKIPPED" are Skip)."""
+    word = str(text or "").strip().lower()
+    if word in ("skip", "skipped", "not run", "notrun", "not_run"):
+        return "Skip"
+    return word.capitalize()
 
 
 def _worst(statuses):
@@ -288,6 +296,10 @@ def dcgm_check(rc, out, err, level):
         isolate = " (DCGM says: isolate the GPU)" if rc == DCGMI_ISOLATE else ""
         return result("dcgm", "failed", f"{run}{isolate}: " + "; ".join(problems), **data)
     ran = [n for n, s in found["tests"].items() if s != "Skip"]
+    if not ran or not found["gpus"]:
+        return result(
+            "dcgm", "failed", f"{run} ran no test on any GPU: {_count(len(found['tests']), 'test')} listed", **data
+        )
     reason = f"{run}: {_count(len(ran), 'test')} passed on {_count(found['gpus'], 'GPU')} ({', '.join(ran)})"
     if found["warnings"]:
         reason += "; warnings: " + "; ".join(found["warnings"])

@@ -106,3 +106,11 @@ def test_pin_selects_every_dcgm4_package():
 
 def test_product_names_do_not_count_for_the_pre_turing_rule():
     assert dcgm_set("4.4.1", "580", gpus=["Tesla V100-SXM2-16GB", "9.0"])["cuda"] == "13"
+
+
+def test_sm_targets_count_and_dcgm_cuda_13_needs_a_cuda13_build():
+    assert dcgm_set("4.4.1", "580", gpus=["sm_70"])["cuda"] == "12"
+    with pytest.raises(DcgmSetError, match=r"dcgm_cuda 13 needs one: set dcgm_version \(gpufleet_stack.dcgm\)"):
+        dcgm_set("4.2.3", "580", cuda="13")
+    with pytest.raises(DcgmSetError, match=r"dcgm_driver \(gpufleet_stack.driver\) 'latest' is not a version such as"):
+        dcgm_set("4.4.1", "latest")

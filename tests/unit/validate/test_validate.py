@@ -202,3 +202,15 @@ def test_dcgm_output_that_is_not_a_diagnostic_fails():
 def test_dcgm_nonzero_exit_without_a_failed_test_is_not_a_pass():
     passing = text("dcgmi-diag-r1-3.x-pass.json")
     assert va.dcgm_check(1, passing, "", 1)["reason"].endswith("exit 1 with no failed test in its report")
+
+
+def test_dcgm_tests_that_did_not_run_are_not_a_pass():
+    not_run = json.loads(text("dcgmi-diag-r2-4.x-row-remap.json"))
+    software = not_run["DCGM Diagnostic"]["test_categories"][0]["tests"][0]
+    software["results"] = [dict(r, status="Not Run", warnings=[]) for r in software["results"]]
+    software["test_summary"] = {"status": "Not Run"}
+    verdict = va.dcgm_check(0, json.dumps(not_run), "", 2)
+    assert verdict["tests"]["software"] == "Skip"
+    empty = va.dcgm_check(0, json.dumps({"DCGM Diagnostic": {"test_categories": []}}), "", 1)
+    assert empty["status"] == "failed"
+    assert empty["reason"] == "dcgmi diag -r 1 ran no test on any GPU: 0 tests listed"
