@@ -29,6 +29,11 @@ done
 case "$driver_version" in *[!0-9.]*) echo "build: --driver-version must look like 570.133.20, got $driver_version" >&2; exit 2 ;; esac
 case "$cuda_version" in ''|*[!0-9]*) echo "build: --cuda-version must be an integer such as 12080, got $cuda_version" >&2; exit 2 ;; esac
 
+# One build at a time per checkout: Molecule scenarios run side by side and may start nodes of the same driver.
+mkdir -p "$root/.cache"
+exec 9>"$root/.cache/nvml-sim-build.lock"
+flock 9
+
 nvml_dev_version="13.5.37" # nvidia-nvml-dev wheel providing nvml.h (matches the 13.x pynvml in requirements)
 header_dir="${NVML_SIM_HEADER_DIR:-}"
 if [ -z "$header_dir" ]; then

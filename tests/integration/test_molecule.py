@@ -1,33 +1,68 @@
 """Every Molecule scenario in molecule/, each a full `molecule test` (converge, idempotence, verify) on sandbox nodes.
 
 `make molecule SCENARIO=name` runs one of them by hand.
+
+The scenarios run side by side in GPUFLEET_MOLECULE_LANES lanes (default 2, the CI machine's cores): most of a
+scenario's time is apt, systemd and the timeouts its checks wait out, not CPU. They can share the host because each
+one's nodes carry its own names and fleet label (sandbox/fleet), and each scenario that listens on 127.0.0.1 (the
+nodes use the host's network) has ports of its own, set in its molecule.yml. The offline mirror is built and started
+here, once, before any of them, so no two scenarios race to build or serve it. Each scenario's output is kept in
+.cache/molecule-logs/; the summary prints how long each one took and in which lane.
 """
 
 import os
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted(p.parent.name for p in (ROOT / "molecule").glob("*/molecule.yml"))
-SERVE = ROOT / "sandbox" / "mirror" / "serve"
+MIRROR = ROOT / "sandbox" / "mirror"
+LOGS = ROOT / ".cache" / "molecule-logs"
+# Started first, so that the longest one overlaps all the others (minutes on the 2-core CI machine, measured in one
+# run); the rest follow in name order.
+LONGEST_FIRST = ["fleet_upgrade", "gpu_validation", "horovod", "gpu_health", "slurm_drain", "nvidia_driver"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def mirror_stopped_afterwards():
-    """Scenarios that install packages start the offline mirror (molecule/_shared/mirror.yml) and share it; stop
-    it after the last one, unless it was already serving before (someone's `make demo`)."""
-    serving_before = subprocess.run([SERVE, "status"], capture_output=True, check=False).returncode == 0
-    yield
-    if not serving_before:
-        subprocess.run([SERVE, "stop"], capture_output=True, check=False)
+class Timings:
+    """scenario -> (lane, start offset s, elapsed s), printed before pytest's summary line."""
+
+    def __init__(self):
+        self.rows: dict[str, tuple[int, float, float]] = {}
+        self.started = time.monotonic()
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if not self.rows:
+            return
+        terminalreporter.section("molecule scenarios by lane")
+        for name, (lane, start, elapsed) in sorted(self.rows.items(), key=lambda row: (row[1][0], row[1][1])):
+            terminalreporter.write_line(f"lane {lane}  start {start / 60:5.1f} min  {elapsed / 60:5.1f} min  {name}")
+        wall = max(start + elapsed for _, start, elapsed in self.rows.values())
+        total = sum(elapsed for _, _, elapsed in self.rows.values())
+        terminalreporter.write_line(f"{len(self.rows)} scenarios: {total / 60:.1f} min of runs in {wall / 60:.1f} min")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_molecule_scenario(scenario):
+def lanes() -> int:
+    value = os.environ.get("GPUFLEET_MOLECULE_LANES", "2")
+    if not value.isdigit() or int(value) < 1:
+        raise pytest.UsageError(f"GPUFLEET_MOLECULE_LANES must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def run_order(selected):
+    first = [name for name in LONGEST_FIRST if name in selected]
+    return first + [name for name in sorted(selected) if name not in first]
+
+
+def molecule_test(scenario, timings):
+    begin = time.monotonic()
+    # ThreadPoolExecutor names its threads PREFIX_0, PREFIX_1, ...
+    lane = int(threading.current_thread().name.rsplit("_", 1)[-1]) + 1
     env = dict(os.environ, NO_COLOR="1", PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     proc = subprocess.run(
         [Path(sys.executable).parent / "molecule", "test", "-s", scenario],
@@ -38,7 +73,40 @@ def test_molecule_scenario(scenario):
         check=False,
     )
     output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"molecule test -s {scenario} failed ({proc.returncode}):\n{output[-20000:]}"
+    LOGS.mkdir(parents=True, exist_ok=True)
+    (LOGS / f"{scenario}.log").write_text(output)
+    timings.rows[scenario] = (lane, begin - timings.started, time.monotonic() - begin)
+    return proc.returncode, output
+
+
+@pytest.fixture(scope="module")
+def scenario_runs(request):
+    """Start the selected scenarios in lanes; each test waits for its own. The mirror is stopped after the last,
+    unless it was serving before (someone's `make demo`)."""
+    selected = {
+        item.callspec.params["scenario"]
+        for item in request.session.items
+        if getattr(item, "originalname", "") == "test_molecule_scenario"
+    }
+    serve = MIRROR / "serve"
+    serving_before = subprocess.run([serve, "status"], capture_output=True, check=False).returncode == 0
+    subprocess.run([MIRROR / "build"], capture_output=True, check=True)
+    subprocess.run([serve, "start", "--port", "8790"], capture_output=True, check=True)
+    timings = Timings()
+    request.config.pluginmanager.register(timings, "molecule-timings")
+    pool = ThreadPoolExecutor(max_workers=lanes(), thread_name_prefix="molecule-lane")
+    futures = {name: pool.submit(molecule_test, name, timings) for name in run_order(selected)}
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+    if not serving_before:
+        subprocess.run([serve, "stop"], capture_output=True, check=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_molecule_scenario(scenario, scenario_runs):
+    returncode, output = scenario_runs[scenario].result()
+    assert returncode == 0, f"molecule test -s {scenario} failed ({returncode}):\n{output[-20000:]}"
     # A scenario that ran no converge or verify has proved nothing.
     for step in ("converge", "idempotence", "verify"):
         assert f"{scenario} > {step}: Executed: Successful" in output, f"{step} did not run:\n{output[-5000:]}"
@@ -46,3 +114,10 @@ def test_molecule_scenario(scenario):
 
 def test_every_scenario_is_found():
     assert "sandbox" in SCENARIOS
+
+
+def test_run_order_starts_the_longest_and_keeps_every_scenario():
+    order = run_order(set(SCENARIOS))
+    assert order[0] == "fleet_upgrade"
+    assert sorted(order) == SCENARIOS
+    assert run_order({"nccl", "gpu_health"}) == ["gpu_health", "nccl"]
