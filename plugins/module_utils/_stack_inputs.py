@@ -33,10 +33,13 @@ def parse_framework(value, where="versions.framework"):
             "version": str(value["version"]),
             "cuda": str(value["cuda"]) if value.get("cuda") else None,
         }
-    found = re.fullmatch(r"\s*([A-Za-z][\w.-]*)\s*==\s*([0-9][\w.+-]*)\s*", str(value or ""))
+    found = re.fullmatch(r"\s*([A-Za-z][\w.-]*)\s*(?:\[([\w,-]+)\])?\s*==\s*([0-9][\w.+-]*)\s*", str(value or ""))
     if not found:
         raise InputError(f"{where} {value!r} is not NAME==VERSION; write e.g. 'torch==2.7.1+cu128'")
-    return {"name": found.group(1).lower(), "version": found.group(2), "cuda": None}
+    # jax[cuda13]==0.12.0: the extra names the CUDA major of the pip wheels (tensorflow[and-cuda] names none;
+    # jax[cuda12-local] loads the system's CUDA, which the rows do not describe).
+    extra = re.search(r"(?<![\w-])cuda(\d+)(?![\w-])", found.group(2) or "")
+    return {"name": found.group(1).lower(), "version": found.group(3), "cuda": extra.group(1) if extra else None}
 
 
 def _text(value, key):

@@ -35,12 +35,7 @@ def driver_vs_cuda(matrix, driver, cuda, rule, what):
     """
     row = mx.cuda_min_driver(matrix, cuda)
     if row is None:
-        return check(
-            rule,
-            UNKNOWN,
-            f"{what}: the matrix has no Table 3 row for CUDA {v.major_minor(cuda)}; "
-            "add one with gpufleet_compat_matrix_extra",
-        )
+        return _without_table3(matrix, driver, cuda, rule, what)
     if _is_branch(driver):
         branch = mx.branch_row(matrix, driver)
         if branch is None:
@@ -76,6 +71,46 @@ def driver_vs_cuda(matrix, driver, cuda, rule, what):
         f"{what} needs driver >= {row['min_driver']} but the driver is {driver}: "
         f"upgrade the driver to >= {row['min_driver']}{choose}",
         mx.cite(row),
+    )
+
+
+def _without_table3(matrix, driver, cuda, rule, what):
+    """A toolkit newer than the Table 3 rows (pip's newest nvidia-cuda-runtime, say): what the other rows decide.
+    Below the major's minor-version-compatibility floor it cannot run; a branch that reports this CUDA or newer
+    runs it fully; an older known branch above the floor runs it with minor-version compatibility's limits."""
+    compat, branch = mx.minor_compat(matrix, cuda), mx.branch_row(matrix, driver.split(".")[0])
+    missing = f"the matrix has no Table 3 row for CUDA {v.major_minor(cuda)}"
+    if compat and v.compare(driver if not _is_branch(driver) else f"{driver}.999", compat["min_driver"]) < 0:
+        return check(
+            rule,
+            VIOLATION,
+            f"{what} needs a driver >= {compat['min_driver']} (CUDA {v.major(cuda)}.x minor-version compatibility; "
+            f"{missing}) but the driver is {driver}: upgrade the driver to >= {compat['min_driver']}",
+            mx.cite(compat),
+        )
+    if branch and v.compare(v.major_minor(branch["max_cuda"]), v.major_minor(cuda)) >= 0:
+        return check(
+            rule,
+            OK,
+            f"{what} runs on driver {driver}: its branch {branch['branch']} reports CUDA {branch['max_cuda']}",
+            mx.cite(branch),
+        )
+    if branch and compat:  # the branch reports an older CUDA: below the new toolkit's own floor, above the major's
+        return check(
+            rule,
+            WARNING,
+            f"{what} runs on driver {driver} only through CUDA minor-version compatibility (>= "
+            f"{compat['min_driver']}): its branch {branch['branch']} reports CUDA {branch['max_cuda']}, so no PTX JIT "
+            f"of newer PTX and some APIs unavailable; a branch that reports CUDA {v.major_minor(cuda)} supports it "
+            f"fully ({missing})",
+            mx.cite(branch),
+        )
+    return check(
+        rule,
+        UNKNOWN,
+        f"{what}: {missing} and driver {driver}'s branch is not in the matrix either; add them with "
+        "gpufleet_compat_matrix_extra",
+        mx.cite(compat) if compat else None,
     )
 
 

@@ -18,7 +18,16 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as
 def framework_cuda(matrix, fw):
     """(cuda, how) of a framework build: given, from its +cuXYZ tag, or the variant plain pip install gets."""
     if fw.get("cuda"):
-        return fw["cuda"], fw.get("cuda_source") or "given"
+        cuda, how = str(fw["cuda"]), fw.get("cuda_source") or "given"
+        # A CUDA major alone (jax-cuda12-plugin on a host, `cuda: 13` for jax[cuda13]): the row's build for it.
+        row = mx.framework_row(matrix, fw["name"], fw["version"]) if "." not in cuda else None
+        found = next(
+            (x for x in (row or {}).get("variants", []) if v.major(v.cuda_from_variant(x)) == v.major(cuda)), None
+        )
+        if found:
+            extra = (row.get("extras") or {}).get(found, found)
+            return v.cuda_from_variant(found), extra if how == "given" else f"{how}, {extra}"
+        return cuda, how
     tagged = v.cuda_from_variant(fw["version"])
     if tagged:
         return tagged, "its +cu tag"
@@ -41,6 +50,17 @@ def rule_framework(matrix, stack):
         row = mx.framework_row(matrix, fw["name"], fw["version"])
         if how == "a build without CUDA":
             out.append(r.check("framework_cuda", r.OK, f"{label} is a build without CUDA: no driver needed"))
+            continue
+        if row is not None and cuda is None and row.get("extras"):
+            out.append(
+                r.check(
+                    "framework_cuda",
+                    r.UNKNOWN,
+                    f"{label}: a plain `pip install {fw['name']}` has no CUDA; give framework.cuda as the CUDA major "
+                    f"of the build installed ({', '.join(row['extras'].values())})",
+                    mx.cite(row),
+                )
+            )
             continue
         if row is None or cuda is None:
             out.append(
@@ -92,11 +112,18 @@ def _bundled(row, fw, variant, stack):
     parts = [f"{lib} {bundle[lib]}" for lib in ("cudnn", "nccl") if bundle.get(lib)]
     system = [f"{lib} {stack[lib]}" for lib in ("cudnn", "nccl") if stack.get(lib)]
     tail = f"; the system's ({', '.join(system)}) is not used by it" if system else ""
+    floors = (row.get("floors") or {}).get(variant)
+    if floors:  # jax: its CUDA plugin sets floors, pip installs the newest wheels above them
+        found = "found on the host" if any(fw["bundles"].values()) else "pip's newest when the row was read"
+        bounds = ", ".join(f"{lib} {floors[lib]}" for lib in ("cudnn", "nccl") if floors.get(lib))
+        loads = f"the nvidia-* wheels pip installs with it ({found}: {', '.join(parts)}; its plugin requires {bounds})"
+    else:
+        loads = f"its bundled {', '.join(parts)}"
     return [
         r.check(
             "framework_libraries",
             r.OK,
-            f"{fw['name']} {fw['version']} ({variant}) loads its bundled {', '.join(parts)}{tail}",
+            f"{fw['name']} {fw['version']} ({variant}) loads {loads}{tail}",
             mx.cite(row),
         )
     ]

@@ -26,7 +26,12 @@ FRAMEWORKS = {
     "jax": "jax",
     "horovod": "horovod",
 }
-WHEELS = {"cudnn": "nvidia_cudnn_cu", "nccl": "nvidia_nccl_cu", "cuda_runtime": "nvidia_cuda_runtime_cu"}
+# CUDA 13's toolkit wheels carry no suffix (nvidia-cuda-runtime 13.x); cuDNN and NCCL keep theirs (-cu13).
+WHEELS = {
+    "cudnn": re.compile(r"nvidia_cudnn_cu(\d+)"),
+    "nccl": re.compile(r"nvidia_nccl_cu(\d+)"),
+    "cuda_runtime": re.compile(r"nvidia_cuda_runtime(?:_cu(\d+))?"),
+}
 
 
 class Scanner:
@@ -226,7 +231,8 @@ class Scanner:
                 if found:
                     jax_plugin = (found.group(1), self.show(meta_path))
                     continue
-                name = FRAMEWORKS.get(dist) or next((k for k, p in WHEELS.items() if dist.startswith(p)), None)
+                wheel = next(((k, m) for k, p in WHEELS.items() for m in [p.fullmatch(dist)] if m), None)
+                name = FRAMEWORKS.get(dist) or (wheel[0] if wheel else None)
                 if not name:
                     continue
                 meta = sp.dist_metadata(self.read(meta_path, limit=1 << 16))
@@ -237,13 +243,26 @@ class Scanner:
                     wheels[name] = {
                         "version": meta["version"],
                         "source": f"wheel {meta['name']} {source}",
-                        "cuda": dist[len(WHEELS[name]) :] or None,
+                        "cuda": wheel[1].group(1) or str(v.major(meta["version"])),
                     }
                     continue
                 frameworks[name] = framework_entry(name, meta, source=source, site=site, read=self.read, env=env)
         if jax_plugin and "jax" in frameworks:
-            frameworks["jax"].update(cuda=jax_plugin[0], cuda_source=f"wheel {jax_plugin[1]}")
+            frameworks["jax"].update(jax_build(jax_plugin, wheels))
         return frameworks, wheels
+
+
+def jax_build(plugin, wheels):
+    """jax's CUDA from its plugin wheel (jax-cuda12-plugin: 12), made exact by the runtime wheel installed with it
+    (nvidia-cuda-runtime-cu12 12.9.79: 12.9); the cuDNN and NCCL wheels of that major are what it loads."""
+    major, source = plugin
+    found = {k: w for k, w in wheels.items() if w["cuda"] == major}
+    runtime = found.get("cuda_runtime")
+    build = {"cuda": major, "cuda_source": f"wheel {source}"}
+    if runtime:
+        build = {"cuda": v.major_minor(runtime["version"]), "cuda_source": f"{runtime['source']} with {source}"}
+    build["bundles"] = {k: found[k]["version"] for k in ("cudnn", "nccl") if k in found}
+    return build
 
 
 def framework_entry(name, meta, *, source, site, read, env):

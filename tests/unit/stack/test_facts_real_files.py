@@ -249,6 +249,31 @@ def test_jax_cuda_plugin_gives_its_cuda_major(tmp_path):
     assert jax["cuda_source"] == "wheel /site/jax_cuda12_plugin-0.6.2.dist-info/METADATA"
 
 
+def test_jax_cuda_from_the_runtime_wheel_installed_with_its_plugin(tmp_path):
+    """jax[cuda13] installs CUDA 13's unsuffixed nvidia-cuda-runtime next to nvidia-cudnn-cu13 and nvidia-nccl-cu13
+    (pip install jax[cuda13]==0.12.0, 2026-12-03): the runtime makes the CUDA exact, cuDNN and NCCL are what jax
+    loads. A CUDA 12 wheel in the same environment (another package's) is not jax's."""
+    site = tmp_path / "site"
+    dists = (
+        ("jax", "0.12.0"),
+        ("jax_cuda13_plugin", "0.12.0"),
+        ("nvidia_cuda_runtime", "13.5.37"),
+        ("nvidia_cudnn_cu13", "9.28.1.4"),
+        ("nvidia_nccl_cu13", "2.32.3"),
+        ("nvidia_nccl_cu12", "2.26.2"),
+    )
+    for dist, version in dists:
+        (site / f"{dist}-{version}.dist-info").mkdir(parents=True)
+        (site / f"{dist}-{version}.dist-info/METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {dist.replace('_', '-')}\nVersion: {version}\n"
+        )
+    found = stack_facts.gather(Scanner(root=str(tmp_path), run=run), ["/site"])
+    (jax,) = found["frameworks"]["jax"]
+    assert jax["cuda"] == "13.5"
+    assert jax["cuda_source"].startswith("wheel nvidia-cuda-runtime /site/nvidia_cuda_runtime-13.5.37.dist-info")
+    assert jax["bundles"] == {"cudnn": "9.28.1.4", "nccl": "2.32.3"}
+
+
 def test_interpreter_env_is_asked_for_its_site_packages(tmp_path):
     """A python_envs entry that is an interpreter is asked (argv, no shell) where its site-packages are."""
     site = tmp_path / "site"

@@ -61,3 +61,21 @@ def test_tensorflow_rows_are_what_its_and_cuda_extra_requires():
         r.replace(">=9.3.0.75", ">=9.5.0.1") for r in changed["releases"]["2.21.0"]["requires"]
     ]
     assert mr.tensorflow_differences(changed) == ["tf-2.21: cudnn 9.3 but PyPI 2.21.0[and-cuda] requires 9.5"]
+
+
+def test_jax_rows_are_what_its_cuda_plugins_require():
+    """jax-cuda12/13-plugin[with-cuda] give floors; a row's variant and bundles are pip's newest wheels above them."""
+    recorded = json.loads((ROOT / "tests" / "fixtures" / "pypi" / "jax.json").read_text())
+    assert {"0.4.38", "0.7.2", "0.12.0"} <= set(recorded["releases"])
+    mr = tool()
+    assert mr.jax_differences(recorded) == []
+    old, new = (mr.jax_row_from(v, recorded["releases"][v], recorded["newest"]) for v in ("0.4.38", "0.12.0"))
+    assert old["variants"] == ["cu129"] and old["floors"]["cu129"]["cudnn"] == "<10.0,>=9.1"
+    assert new["variants"] == ["cu129", "cu135"] and new["extras"]["cu135"] == "jax[cuda13]"
+    assert new["floors"]["cu135"] == {"cuda-runtime": ">=13.0.48", "cudnn": "<10.0,>=9.12.0.46", "nccl": ">=2.27.7"}
+    # A new CUDA 13 runtime on PyPI moves the cuda13 variant: the committed rows no longer match.
+    changed = copy.deepcopy(recorded)
+    changed["newest"]["nvidia-cuda-runtime"] = "13.6.20"
+    assert "jax-0.12: variants ['cu129', 'cu135'] but PyPI 0.12.0 gives ['cu129', 'cu136']" in mr.jax_differences(
+        changed
+    )

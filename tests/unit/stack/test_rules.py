@@ -59,7 +59,13 @@ def test_sandbox_desired_stack_is_compatible(matrix):
         ("470.42.01", "11.8", "warning", "minor-version"),
         ("535", "12.2", "ok", "branch 535"),  # a branch pin
         ("535", "12.4", "warning", "minor-version"),
-        ("570.133.20", "12.7", "unknown", "no Table 3 row"),  # 12.7 was never released
+        # Toolkits past the Table 3 rows (pip's nvidia-cuda-runtime 13.5.37): the other rows decide what they can.
+        ("570.133.20", "13.5", "violation", "needs a driver >= 580 (CUDA 13.x minor-version compatibility"),
+        ("570", "13.5", "violation", "upgrade the driver to >= 580"),
+        ("610.43.02", "13.5", "warning", "its branch 610 reports CUDA 13.3"),
+        ("580", "13.5", "warning", "only through CUDA minor-version compatibility (>= 580)"),
+        ("999.1.2", "13.5", "unknown", "branch is not in the matrix either"),
+        ("570.133.20", "12.7", "ok", "its branch 570 reports CUDA 12.8"),  # 12.7 was never released
     ],
 )
 def test_driver_vs_cuda(matrix, driver, cuda, status, words):
@@ -149,6 +155,35 @@ def test_framework_unknown_and_cpu(matrix):
         "unknown"
     ]  # before the rows
     assert statuses(run(matrix, {"framework": "torch==2.13.0+cpu"}, rule="framework_cuda")) == ["ok"]
+
+
+@pytest.mark.parametrize(
+    ("framework", "driver", "rule", "want"),
+    [
+        # jax[cuda12]: pip's newest nvidia-cuda-runtime-cu12 (12.9.79) is what the driver must run.
+        ("jax[cuda12]==0.12.0", "575.57.08", "framework_driver", ("ok", "(cu129 wheel, CUDA from jax[cuda12])")),
+        ("jax[cuda12]==0.4.38", "535.161.08", "framework_driver", ("warning", "full support needs >= 575.51.03")),
+        ("jax[cuda12]==0.12.0", "520.61.05", "framework_driver", ("violation", "upgrade the driver")),
+        # jax[cuda13]: nvidia-cuda-runtime 13.5.37, newer than the Table 3 rows; R580 is CUDA 13's floor.
+        ("jax[cuda13]==0.10.2", "570.172.08", "framework_driver", ("violation", "upgrade the driver to >= 580")),
+        ("jax[cuda13]==0.10.2", "595.45.04", "framework_driver", ("warning", "its branch 595 reports CUDA 13.2")),
+        # Before jax 0.7.2 there is no CUDA 13 plugin.
+        ({"name": "jax", "version": "0.6.2", "cuda": "13"}, "580.95.05", "framework_cuda", ("violation", "no cu130")),
+        # jax[cuda12-local] loads the system's CUDA: the rows cannot say which; nor can a plain pin.
+        ("jax[cuda12-local]==0.12.0", "580.95.05", "framework_cuda", ("unknown", "(jax[cuda12], jax[cuda13])")),
+        ("jax==0.12.0", "580.95.05", "framework_cuda", ("unknown", "a plain `pip install jax` has no CUDA")),
+    ],
+)
+def test_jax_builds(matrix, framework, driver, rule, want):
+    (c,) = run(matrix, {"driver": driver, "framework": framework}, rule=rule)
+    assert c["status"] == want[0] and want[1] in c["message"], c
+
+
+def test_jax_loads_the_wheels_pip_installs_with_its_plugin(matrix):
+    (c,) = run(matrix, {"cudnn": "9.8.0", "framework": "jax[cuda12]==0.12.0"}, rule="framework_libraries")
+    assert "pip's newest when the row was read: cudnn 9.28.0.42, nccl 2.32.3" in c["message"], c
+    assert "its plugin requires cudnn <10.0,>=9.10.2.21, nccl >=2.18.1" in c["message"], c
+    assert "the system's (cudnn 9.8.0) is not used by it" in c["message"], c
 
 
 def test_bundled_libraries_named(matrix):
