@@ -79,3 +79,54 @@ def test_jax_rows_are_what_its_cuda_plugins_require():
     assert "jax-0.12: variants ['cu129', 'cu135'] but PyPI 0.12.0 gives ['cu129', 'cu136']" in mr.jax_differences(
         changed
     )
+
+
+def test_arch_flags_read_from_the_wheel_hold_the_default_variants_rows():
+    """record keeps the CUDA_ARCH_FLAGS of each PyPI wheel; check holds each default variant's wheel_archs row."""
+    mr = tool()
+    assert RECORDED["releases"]["2.0.1"]["archs"] == "sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86"
+    assert RECORDED["releases"]["2.11.0"]["archs"] == "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120"
+    assert mr.arch_differences(RECORDED) == []
+    assert mr.archs_from_flags("sm_75 sm_90 sm_120 compute_120") == "7.5;9.0;12.0+PTX"
+    assert mr.archs_from_flags("sm_80 sm_90a compute_80") == "8.0;9.0"  # PTX of an older one is not "+PTX"
+    changed = copy.deepcopy(RECORDED)
+    changed["releases"]["2.11.0"]["archs"] += " compute_120"
+    assert mr.arch_differences(changed) == [
+        "torch-archs-2.11-cu130: archs 7.5;8.0;8.6;9.0;10.0;12.0 but the torch 2.11.0 cu130 wheel carries "
+        "7.5;8.0;8.6;9.0;10.0;12.0+PTX"
+    ]
+
+
+def test_arch_flags_come_from_one_member_of_the_wheel(monkeypatch):
+    """A wheel (zip) whose libtorch_python.so holds the flags: only byte ranges of it are asked for."""
+    import io
+    import zipfile
+
+    body = io.BytesIO()
+    with zipfile.ZipFile(body, "w", zipfile.ZIP_DEFLATED) as wheel:
+        wheel.writestr("torch/__init__.py", "")
+        wheel.writestr("torch/lib/libtorch_python.so", b"\0ELF..." + b"sm_75 sm_80 sm_90 sm_100 compute_100\0" * 2)
+    blob = body.getvalue()
+    index = {"releases": {"9.9.0": [{"filename": "torch-9.9.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+                                     "url": "../../packages/t/torch-9.9.0.whl", "size": len(blob)}]}}  # fmt: skip
+    asked = []
+
+    class Answer(io.BytesIO):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def urlopen(request, timeout):
+        if isinstance(request, str):
+            return Answer(json.dumps(index).encode())
+        assert request.full_url == "https://pypi.org/packages/t/torch-9.9.0.whl"
+        start, end = map(int, request.headers["Range"].removeprefix("bytes=").split("-"))
+        asked.append(end - start + 1)
+        return Answer(blob[max(start, 0) : end + 1])
+
+    mr = tool()
+    monkeypatch.setattr(mr.urllib.request, "urlopen", urlopen)
+    assert mr.wheel_arch_flags("9.9.0") == "sm_75 sm_80 sm_90 sm_100 compute_100"
+    assert len(asked) == 4  # end of the zip, its directory, the member's header, the member
