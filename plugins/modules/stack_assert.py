@@ -36,10 +36,10 @@ options:
       - The stack to check, shaped like C(gpufleet_stack). Keys C(driver), C(cuda) (one or a list), C(cudnn),
         C(nccl) (may carry a C(+cudaX.Y) build), C(fabricmanager), C(container_toolkit), C(dcgm), C(horovod) and
         C(framework) (C({name, version, cuda}) or the shorthand C(torch==2.7.1+cu128) or C(jax[cuda13]==0.12.0)),
-        C(driver_flavor) (V(open) or V(proprietary)) and C(gpu) (a product name such as V(NVIDIA H100 80GB HBM3) or V(A100), a
-        compute capability such as V(9.0), or an C(sm_XY) target; one or a list). Other keys are ignored.
+        C(driver_flavor) (V(open) or V(proprietary)) and C(gpu) (a product name such as V(NVIDIA H100 80GB HBM3) or
+        V(A100), a compute capability such as V(9.0), or an C(sm_XY) target; one or a list). Other keys are ignored.
       - When a framework's CUDA variant is not given, the variant a plain C(pip install name==version) gets from PyPI
-        is assumed (from the matrix); jax has none (its plain wheel has no CUDA): give the extra or C(cuda).
+        is assumed (from the matrix); jax has none (its plain wheel has no CUDA), so give its extra or C(cuda).
       - Omit to detect the stack on the host.
     type: dict
   installed:

@@ -42,8 +42,8 @@ class Timings:
         terminalreporter.section("molecule scenarios by lane")
         for name, (lane, start, elapsed) in sorted(self.rows.items(), key=lambda row: (row[1][0], row[1][1])):
             terminalreporter.write_line(f"lane {lane}  start {start / 60:5.1f} min  {elapsed / 60:5.1f} min  {name}")
-        wall = max(start + elapsed for _, start, elapsed in self.rows.values())
-        total = sum(elapsed for _, _, elapsed in self.rows.values())
+        wall = max(row[1] + row[2] for row in self.rows.values())
+        total = sum(row[2] for row in self.rows.values())
         terminalreporter.write_line(f"{len(self.rows)} scenarios: {total / 60:.1f} min of runs in {wall / 60:.1f} min")
 
 
