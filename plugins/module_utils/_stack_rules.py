@@ -78,7 +78,7 @@ def _without_table3(matrix, driver, cuda, rule, what):
     """A toolkit newer than the Table 3 rows (pip's newest nvidia-cuda-runtime, say): what the other rows decide.
     Below the major's minor-version-compatibility floor it cannot run; a branch that reports this CUDA or newer
     runs it fully; an older known branch above the floor runs it with minor-version compatibility's limits."""
-    compat, branch = mx.minor_compat(matrix, cuda), mx.branch_row(matrix, driver.split(".")[0])
+    compat, branch = mx.minor_compat(matrix, cuda), mx.branch_row(matrix, driver)
     missing = f"the matrix has no Table 3 row for CUDA {v.major_minor(cuda)}"
     if compat and v.compare(driver if not _is_branch(driver) else f"{driver}.999", compat["min_driver"]) < 0:
         return check(
