@@ -17,7 +17,7 @@ import os
 import yaml
 from ansible.errors import AnsibleActionFail, AnsibleError, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.stack.plugins.action.stack_assert import EXTRA_VAR, matrix_data
+from ansible_collections.gpufleet.stack.plugins.action.stack_assert import EXTRA_VAR, matrix_data, read_yaml
 from ansible_collections.gpufleet.stack.plugins.module_utils import _inventory as inv
 from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
 from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
@@ -45,8 +45,7 @@ ARGUMENT_SPEC = {
 
 @functools.lru_cache(maxsize=1)
 def load_schema():
-    with open(SCHEMA_FILE, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+    return read_yaml(SCHEMA_FILE)
 
 
 @functools.lru_cache(maxsize=1)
@@ -54,8 +53,7 @@ def load_role_specs():
     """{role: its argument_specs options} of every role in the collection."""
     specs = {}
     for path in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml"))):
-        with open(path, encoding="utf-8") as f:
-            specs[path.split(os.sep)[-3]] = yaml.safe_load(f)["argument_specs"]["main"]["options"]
+        specs[path.split(os.sep)[-3]] = read_yaml(path)["argument_specs"]["main"]["options"]
     return specs
 
 
