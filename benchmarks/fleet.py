@@ -67,13 +67,17 @@ def playbook(inventory, varfiles, playbook_path, *args, root=ROOT, extra_env=Non
     wall = time.monotonic() - started
     if proc.returncode != 0:
         raise SystemExit(f"{playbook_path} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-2000:]}")
-    recap = {m[0]: (int(m[1]), int(m[2]), int(m[4]), int(m[5])) for m in RECAP.findall(proc.stdout)}
+    # The nodes only: the preflight's row for localhost (one delegated task) is no host of the fleet.
+    recap = {
+        m[0]: (int(m[1]), int(m[2]), int(m[4]), int(m[5])) for m in RECAP.findall(proc.stdout) if m[0] != "localhost"
+    }
     return wall, recap
 
 
 def totals(recap):
-    """(changed in all, median tasks run or skipped per host) of a run's recap."""
-    return sum(v[1] for v in recap.values()), statistics.median(v[0] + v[3] for v in recap.values())
+    """(changed in all, most tasks run or skipped by one host) of a run's recap: the goal is per host, and the first
+    host of a play also walks its run_once tasks."""
+    return sum(v[1] for v in recap.values()), max(v[0] + v[3] for v in recap.values())
 
 
 # Actions that run on the controller whatever the host: everything else is a module shipped to and run on the host
@@ -99,12 +103,12 @@ def ran_on_host(row):
 
 
 def host_side_runs(times_file):
-    """Median per host of the module runs on the host itself: tasks that ran (not skipped), a loop once per item."""
+    """The most module runs on one host itself: tasks that ran (not skipped), a loop once per item."""
     per_host = {}
     for line in Path(times_file).read_text().splitlines():
         row = json.loads(line)
         per_host[row["host"]] = per_host.get(row["host"], 0) + (row.get("runs", 1) if ran_on_host(row) else 0)
-    return statistics.median(per_host.values()) if per_host else 0
+    return max(per_host.values()) if per_host else 0
 
 
 def print_host_side(times_file):
@@ -133,7 +137,7 @@ def site_bench(inventory, base, cache, nodes, show_tasks=False):
         "ANSIBLE_CALLBACK_PLUGINS": str(ROOT / "benchmarks" / "callback_plugins"),
     }
     second, recap2 = playbook(inventory, [base], site, *cache, extra_env=timer)
-    tasks1 = statistics.median(sum(v[:1] + v[2:]) for v in recap1.values())
+    tasks1 = max(sum(v[:1] + v[2:]) for v in recap1.values())
     changed2, tasks2 = totals(recap2)
     print(f"site.yml on {nodes} nodes (simulated 8x A100, offline mirror):")
     print(f"  first converge  {first:6.1f} s, {statistics.median(v[1] for v in recap1.values()):.0f} changed per host")
