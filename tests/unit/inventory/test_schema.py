@@ -248,5 +248,6 @@ def test_dcgm_component_needs_its_version_and_the_driver_or_dcgm_cuda():
 def test_controller_reads_data_files_as_safe_load_does(path):
     """The action plugins parse the shipped data with libyaml's loader where PyYAML has it (about 10x faster, once per
     task that reads them): the same data as yaml.safe_load, YAML 1.1 booleans and quoted versions included."""
-    assert _SAFE_LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    assert yaml.__with_libyaml__, "the toolchain's PyYAML has no libyaml: the controller falls back to the slow loader"
+    assert _SAFE_LOADER is yaml.CSafeLoader
     assert read_yaml(ROOT / path) == yaml.safe_load((ROOT / path).read_text())
