@@ -42,9 +42,11 @@ engine:
 images: engine
 	sandbox/fleet images
 
-## test: the README's second command — every check, in order, one pytest summary at the end
+## test: the README's second command — every check, one pytest summary at the end. TEST_WORKERS xdist workers
+## (tests/conftest.py): one takes tests/integration whole, the others the lint and unit tests; 0 runs in one process.
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest tests/lint tests/unit tests/integration
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests/lint tests/unit tests/integration
 
 lint: venv
 	$(PY) -m pytest tests/lint

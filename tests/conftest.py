@@ -91,3 +91,32 @@ def nvml_bindings(ansible_env):
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
     return install
+
+
+# --- side by side: `make test` runs pytest with xdist's loadgroup (-n 2 --dist loadgroup) -----------------------
+# tests/integration is one group: one worker takes it whole (its Molecule scenarios share Docker and the mirror and
+# run in order, in the lanes test_molecule.py sets), while the other worker takes the lint and unit tests one by one.
+# Lint and unit tests use one core each and the scenarios wait on containers part of the time, so the two overlap.
+INTEGRATION = ROOT / "tests" / "integration"
+# tests/integration/test_molecule.py's lane table (its SUMMARY); the controller prints it, since an xdist worker's
+# report is not shown.
+MOLECULE_SUMMARY = ROOT / ".cache" / "molecule-logs" / "summary.txt"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if INTEGRATION in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.xdist_group("integration"))
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller, or a run without xdist
+        MOLECULE_SUMMARY.unlink(missing_ok=True)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if hasattr(config, "workerinput") or not MOLECULE_SUMMARY.exists():
+        return
+    terminalreporter.section("molecule scenarios by lane")
+    for line in MOLECULE_SUMMARY.read_text().splitlines():
+        terminalreporter.write_line(line)

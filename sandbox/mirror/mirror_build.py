@@ -16,6 +16,7 @@ Prints the fingerprint on the last line of stdout.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import gzip
 import hashlib
 import json
@@ -279,11 +280,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     started = time.monotonic()
     out = args.out.resolve()
-    try:
-        fingerprint, built = build(out, args.force, args.url)
-    except subprocess.CalledProcessError as exc:
-        sys.stderr.write(f"build: {' '.join(exc.cmd)} failed ({exc.returncode}):\n{exc.stdout}{exc.stderr}\n")
-        return 1
+    # One build at a time on this checkout: every mirror shares .cache/mirror-work, and the tests build theirs from
+    # several processes at once (make test's xdist workers, Molecule lanes).
+    (ROOT / ".cache").mkdir(exist_ok=True)
+    with (ROOT / ".cache" / "mirror-build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fingerprint, built = build(out, args.force, args.url)
+        except subprocess.CalledProcessError as exc:
+            sys.stderr.write(f"build: {' '.join(exc.cmd)} failed ({exc.returncode}):\n{exc.stdout}{exc.stderr}\n")
+            return 1
     state = f"built in {time.monotonic() - started:.1f}s" if built else "up to date"
     print(f"mirror {out} {state}; signing key fingerprint:")
     print(fingerprint)

@@ -24,27 +24,37 @@ ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted(p.parent.name for p in (ROOT / "molecule").glob("*/molecule.yml"))
 MIRROR = ROOT / "sandbox" / "mirror"
 LOGS = ROOT / ".cache" / "molecule-logs"
+# The lane table, written as each scenario ends; tests/conftest.py prints it on the controller.
+SUMMARY = LOGS / "summary.txt"
 # Started first, so that the longest one overlaps all the others (minutes on the 2-core CI machine, measured in one
 # run); the rest follow in name order.
 LONGEST_FIRST = ["fleet_upgrade", "gpu_validation", "horovod", "gpu_health", "slurm_drain", "nvidia_driver"]
 
 
 class Timings:
-    """scenario -> (lane, start offset s, elapsed s), printed before pytest's summary line."""
+    """scenario -> (lane, start offset s, end offset s), written to SUMMARY as each scenario ends: pytest's controller
+    prints it before the summary line (under xdist this module runs in a worker, whose report is not shown)."""
 
     def __init__(self):
         self.rows: dict[str, tuple[int, float, float]] = {}
         self.started = time.monotonic()
+        self.lock = threading.Lock()
 
-    def pytest_terminal_summary(self, terminalreporter):
-        if not self.rows:
-            return
-        terminalreporter.section("molecule scenarios by lane")
-        for name, (lane, start, elapsed) in sorted(self.rows.items(), key=lambda row: (row[1][0], row[1][1])):
-            terminalreporter.write_line(f"lane {lane}  start {start / 60:5.1f} min  {elapsed / 60:5.1f} min  {name}")
-        wall = max(row[1] + row[2] for row in self.rows.values())
-        total = sum(row[2] for row in self.rows.values())
-        terminalreporter.write_line(f"{len(self.rows)} scenarios: {total / 60:.1f} min of runs in {wall / 60:.1f} min")
+    def add(self, scenario, lane, begin, end):
+        with self.lock:
+            self.rows[scenario] = (lane, begin - self.started, end - self.started)
+            self.write()
+
+    def write(self):
+        lines = [
+            f"lane {lane}  start {start / 60:5.1f} min  {(stop - start) / 60:5.1f} min  {name}"
+            for name, (lane, start, stop) in sorted(self.rows.items(), key=lambda row: (row[1][0], row[1][1]))
+        ]
+        wall = max(stop for _lane, _start, stop in self.rows.values())
+        total = sum(stop - start for _lane, start, stop in self.rows.values())
+        lines.append(f"{len(self.rows)} scenarios: {total / 60:.1f} min of runs in {wall / 60:.1f} min")
+        SUMMARY.parent.mkdir(parents=True, exist_ok=True)
+        SUMMARY.write_text("\n".join(lines) + "\n")
 
 
 def lanes() -> int:
@@ -76,7 +86,7 @@ def molecule_test(scenario, timings):
     output = proc.stdout + proc.stderr
     LOGS.mkdir(parents=True, exist_ok=True)
     (LOGS / f"{scenario}.log").write_text(output)
-    timings.rows[scenario] = (lane, begin - timings.started, time.monotonic() - begin)
+    timings.add(scenario, lane, begin, time.monotonic())
     return proc.returncode, output
 
 
@@ -94,7 +104,6 @@ def scenario_runs(request):
     subprocess.run([MIRROR / "build"], capture_output=True, check=True)
     subprocess.run([serve, "start", "--port", "8790"], capture_output=True, check=True)
     timings = Timings()
-    request.config.pluginmanager.register(timings, "molecule-timings")
     pool = ThreadPoolExecutor(max_workers=lanes(), thread_name_prefix="molecule-lane")
     futures = {name: pool.submit(molecule_test, name, timings) for name in run_order(selected)}
     yield futures
