@@ -10,7 +10,9 @@ here, once, before any of them, so no two scenarios race to build or serve it. E
 .cache/molecule-logs/; the summary prints how long each one took and in which lane.
 """
 
+import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -26,6 +28,8 @@ MIRROR = ROOT / "sandbox" / "mirror"
 LOGS = ROOT / ".cache" / "molecule-logs"
 # The lane table, written as each scenario ends; tests/conftest.py prints it on the controller.
 SUMMARY = LOGS / "summary.txt"
+# callback_plugins/assert_count.py: each playbook run's passed assert tasks, so that a verifier checking nothing fails.
+CALLBACKS = Path(__file__).with_name("callback_plugins")
 # Started first, so that the longest one overlaps all the others (minutes on the 2-core CI machine, measured in one
 # run); the rest follow in name order.
 LONGEST_FIRST = ["fleet_upgrade", "gpu_validation", "horovod", "gpu_health", "slurm_drain", "nvidia_driver"]
@@ -74,7 +78,17 @@ def molecule_test(scenario, timings):
     begin = time.monotonic()
     # ThreadPoolExecutor names its threads PREFIX_0, PREFIX_1, ...
     lane = int(threading.current_thread().name.rsplit("_", 1)[-1]) + 1
-    env = dict(os.environ, NO_COLOR="1", PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    asserts = LOGS / f"{scenario}.asserts.jsonl"
+    LOGS.mkdir(parents=True, exist_ok=True)
+    asserts.unlink(missing_ok=True)
+    env = dict(
+        os.environ,
+        NO_COLOR="1",
+        PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        ANSIBLE_CALLBACK_PLUGINS=str(CALLBACKS),
+        ANSIBLE_CALLBACKS_ENABLED="assert_count",
+        GPUFLEET_ASSERT_LOG=str(asserts),
+    )
     proc = subprocess.run(
         [Path(sys.executable).parent / "molecule", "test", "-s", scenario],
         cwd=ROOT,
@@ -84,10 +98,21 @@ def molecule_test(scenario, timings):
         check=False,
     )
     output = proc.stdout + proc.stderr
-    LOGS.mkdir(parents=True, exist_ok=True)
     (LOGS / f"{scenario}.log").write_text(output)
     timings.add(scenario, lane, begin, time.monotonic())
-    return proc.returncode, output
+    runs = [json.loads(line) for line in asserts.read_text().splitlines()] if asserts.exists() else []
+    return proc.returncode, output, runs
+
+
+def verifier_checks(output, runs):
+    """How many checks the verify step ran: the tests Testinfra's pytest passed (none may be skipped: a skip is not a
+    pass), or the assert tasks verify.yml passed (callback_plugins/assert_count.py's lines for it)."""
+    verify = output.split("> verify] Executing", 1)[-1].split("> verify] Executed", 1)[0]
+    if "Executing Testinfra tests" in output:
+        summary = re.findall(r"^=+ (.*) in [0-9.]+s", verify, re.MULTILINE)
+        counts = {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", summary[-1] if summary else "")}
+        return 0 if counts.get("skipped") else counts.get("passed", 0)
+    return sum(run["asserts"] for run in runs if run["playbook"] == "verify.yml")
 
 
 @pytest.fixture(scope="module")
@@ -115,11 +140,12 @@ def scenario_runs(request):
 @pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_molecule_scenario(scenario, scenario_runs):
-    returncode, output = scenario_runs[scenario].result()
+    returncode, output, runs = scenario_runs[scenario].result()
     assert returncode == 0, f"molecule test -s {scenario} failed ({returncode}):\n{output[-20000:]}"
-    # A scenario that ran no converge or verify has proved nothing.
+    # A scenario that ran no converge or verify, or whose verifier checked nothing, has proved nothing.
     for step in ("converge", "idempotence", "verify"):
         assert f"{scenario} > {step}: Executed: Successful" in output, f"{step} did not run:\n{output[-5000:]}"
+    assert verifier_checks(output, runs) > 0, f"the verifier of {scenario} checked nothing:\n{output[-5000:]}"
 
 
 def test_every_scenario_is_found():
@@ -131,3 +157,33 @@ def test_run_order_starts_the_longest_and_keeps_every_scenario():
     assert order[0] == "fleet_upgrade"
     assert sorted(order) == SCENARIOS
     assert run_order({"nccl", "gpu_health"}) == ["gpu_health", "nccl"]
+
+
+TESTINFRA = """INFO     [fleet_upgrade > verify] Executing Testinfra tests found in molecule/fleet_upgrade/tests/...
+tests/test_fleet_upgrade.py {marks}
+==================== {summary} in 582.21s (0:09:42) ====================
+INFO     [fleet_upgrade > verify] Executed: Successful
+"""
+ANSIBLE = """INFO     [horovod > verify] Executing
+PLAY RECAP ***
+horovod-debian12 : ok=9 changed=0 unreachable=0 failed=0 skipped=0
+INFO     [horovod > verify] Executed: Successful
+"""
+
+
+@pytest.mark.parametrize(
+    ("output", "runs", "checks"),
+    [
+        (TESTINFRA.format(marks="..........", summary="10 passed"), [], 10),
+        # Every test skipped (no Molecule inventory): nothing was checked.
+        (TESTINFRA.format(marks="ssssssssss", summary="10 skipped"), [], 0),
+        (TESTINFRA.format(marks=".s", summary="1 passed, 1 skipped"), [], 0),
+        (TESTINFRA.format(marks="", summary="no tests ran"), [], 0),
+        (ANSIBLE, [{"playbook": "converge.yml", "asserts": 3}, {"playbook": "verify.yml", "asserts": 4}], 4),
+        # Asserts in converge (or a verify.yml of debug tasks) are not the verifier's.
+        (ANSIBLE, [{"playbook": "converge.yml", "asserts": 3}, {"playbook": "verify.yml", "asserts": 0}], 0),
+        (ANSIBLE, [], 0),
+    ],
+)
+def test_a_verifier_that_checked_nothing_counts_zero(output, runs, checks):
+    assert verifier_checks(output, runs) == checks

@@ -1,0 +1,51 @@
+# Copyright: gpufleet.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Test harness only (tests/integration/test_molecule.py): count the assertions each playbook run checked.
+
+Appends one JSON line per playbook run to $GPUFLEET_ASSERT_LOG: the playbook's file name and how many assert tasks
+passed on any host. A Molecule verifier whose run checked none has proved nothing, and the harness fails it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible.plugins.callback import CallbackBase
+
+DOCUMENTATION = r"""
+name: assert_count
+type: aggregate
+short_description: Count the assert tasks that passed in each playbook run (the Molecule harness's check)
+description:
+  - Appends C({"playbook": NAME, "asserts": N}) to the file named by E(GPUFLEET_ASSERT_LOG) when a run ends.
+requirements:
+  - enabled in callbacks_enabled, with E(GPUFLEET_ASSERT_LOG) set
+"""
+
+ASSERTS = {"assert", "ansible.builtin.assert", "ansible.legacy.assert"}
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "assert_count"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self):
+        super().__init__()
+        self.playbook = ""
+        self.asserts = 0
+
+    def v2_playbook_on_start(self, playbook):
+        self.playbook = os.path.basename(playbook._file_name)  # pylint: disable=protected-access
+
+    def v2_runner_on_ok(self, result):
+        if result._task.action in ASSERTS:  # pylint: disable=protected-access
+            self.asserts += 1
+
+    def v2_playbook_on_stats(self, stats):
+        path = os.environ.get("GPUFLEET_ASSERT_LOG")
+        if path:
+            with open(path, "a", encoding="utf-8") as log:
+                log.write(json.dumps({"playbook": self.playbook, "asserts": self.asserts}) + "\n")
