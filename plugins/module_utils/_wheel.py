@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import re
 import zipfile
@@ -142,3 +143,21 @@ def members(path, name, version, modules):
 def host_files(dest, files):
     """{absolute host path: text} for config_files."""
     return {os.path.join(dest, rel): text for rel, text in sorted(files.items())}
+
+
+def build_key(inputs, python, machine, patch="", against=None):
+    """The cache key of a wheel compiled on a node (horovod's horovod_wheel_cache): 16 hex digits of the SHA-256 of
+    every declared build input, the interpreter (sys.implementation.cache_tag) and machine the wheel is for, the text
+    of the patch applied (a changed patch under the same name is another build), and the libraries it compiles
+    against (CUDA and NCCL for Horovod's NCCL operations). Equal keys mean the same wheel would be built."""
+    if not isinstance(inputs, dict):
+        raise WheelError(f"the build inputs must be a mapping, got {type(inputs).__name__}")
+    for what, value in (("python", python), ("machine", machine)):
+        if not isinstance(value, str) or not value:
+            raise WheelError(f"the build key needs the node's {what}, got {value!r}")
+    key = dict(inputs, python=python, machine=machine)
+    if patch:
+        key["patch_sha256"] = hashlib.sha256(patch.encode()).hexdigest()
+    if against:
+        key["against"] = against
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]

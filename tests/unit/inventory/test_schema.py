@@ -113,6 +113,8 @@ def check(name, value, playbook="facts", **more):
         ("gpufleet_sheduler", "slurm", ["did you mean gpufleet_scheduler?"]),
         ("container_toolkit_cdi_spec", "/etc/cdi/", ["ends in /"]),
         ("horovod_gpu_operations", "mpi", ['"mpi": not one of the choices']),  # from the role's argument_specs
+        ("horovod_wheel_cache", "wheels", ["not an absolute path", 'or "" to compile']),
+        ("horovod_wheel_cache", "/srv/wheels\n/etc", ["control character"]),
         ("gpufleet_stack", {**STACK, "dcgm": "4.4"}, ['gpufleet_stack.dcgm is "4.4"', '"4.4.1" (DCGM 4']),
         ("dcgm_cuda", "12.8", ['"12.8": not one of the choices', 'the "CUDA Version" nvidia-smi prints']),
     ],
@@ -131,6 +133,8 @@ def test_each_bad_value_is_named_with_its_value_and_fix(name, value, expected):
         ("gpufleet_stack", {**STACK, "cuda": ["12.8", "12.4"], "framework": "torch==2.7.1+cu128"}),
         ("gpufleet_upgrade_serial", [1, "10%", "25%"]),
         ("gpufleet_upgrade_serial", "2"),  # -e gpufleet_upgrade_serial=2 arrives as a string
+        ("horovod_wheel_cache", ""),
+        ("horovod_wheel_cache", "/srv/gpufleet/horovod-wheels"),
         ("gpufleet_upgrade_reboot_ok", "true"),
         ("gpufleet_nvidia_repo_url", "https://ci:token@mirror.example.org:8443/nvidia"),
         (
