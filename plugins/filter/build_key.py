@@ -30,7 +30,7 @@ options:
     type: str
     default: ""
   against:
-    description: What the build compiles against (C({cuda: "12.8", nccl: "2.26.2"})); empty for nothing.
+    description: What the build compiles against, such as CUDA and NCCL versions by name; empty for nothing.
     type: dict
     default: {}
 """
