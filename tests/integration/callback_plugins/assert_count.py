@@ -18,7 +18,8 @@ name: assert_count
 type: aggregate
 short_description: Count the assert tasks that passed in each playbook run (the Molecule harness's check)
 description:
-  - Appends C({"playbook": NAME, "asserts": N}) to the file named by E(GPUFLEET_ASSERT_LOG) when a run ends.
+  - When a run ends, appends one JSON object to the file named by E(GPUFLEET_ASSERT_LOG), with the playbook's file
+    name (C(playbook)) and the number of assert tasks that passed (C(asserts)).
 requirements:
   - enabled in callbacks_enabled, with E(GPUFLEET_ASSERT_LOG) set
 """
