@@ -5,17 +5,10 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.stack.plugins.filter.build_key import build_key_filter
 from ansible_collections.gpufleet.stack.plugins.module_utils._wheel import WheelError, build_key
 
-# The horovod role's __horovod_build_inputs for the Molecule scenario's build.
-INPUTS = {
-    "horovod": "0.28.1",
-    "framework": "torch",
-    "framework_version": "2.13.0",
-    "framework_variant": "cpu",
-    "gpu_operations": "gloo",
-    "patched": True,
-    "patch": "horovod-0.28.1-cxx17.patch",
-    "built_by": "gpufleet.stack.horovod",
-}
+from .test_stack_facts_marker import MARKER
+
+# The horovod role's __horovod_build_inputs for the Molecule scenario's build (the marker it writes).
+INPUTS = MARKER
 PATCH = "-set(CMAKE_CXX_STANDARD 14)\n+set(CMAKE_CXX_STANDARD 17)\n"
 BASE = build_key(INPUTS, "cpython-311", "x86_64", PATCH)
 
