@@ -46,7 +46,7 @@ images: engine
 ## (tests/conftest.py): one takes tests/integration whole, the others the lint and unit tests; 0 runs in one process.
 TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests/lint tests/unit tests/integration
+	$(PY) -m pytest -n $(TEST_WORKERS) tests/lint tests/unit tests/integration
 
 lint: venv
 	$(PY) -m pytest tests/lint
