@@ -106,10 +106,11 @@ def molecule_test(scenario, timings):
 
 def verifier_checks(output, runs):
     """How many checks the verify step ran: the tests Testinfra's pytest passed (none may be skipped: a skip is not a
-    pass), or the assert tasks verify.yml passed (callback_plugins/assert_count.py's lines for it)."""
-    verify = output.split("> verify] Executing", 1)[-1].split("> verify] Executed", 1)[0]
+    pass), or the assert tasks verify.yml passed (callback_plugins/assert_count.py's lines for it). Molecule logs its
+    steps on stderr, after the playbooks' and pytest's stdout, so the summary line is looked for in the whole output;
+    the verifier's pytest is the only one a scenario runs."""
     if "Executing Testinfra tests" in output:
-        summary = re.findall(r"^=+ (.*) in [0-9.]+s", verify, re.MULTILINE)
+        summary = re.findall(r"^=+ (.*) in [0-9.]+s", output, re.MULTILINE)
         counts = {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", summary[-1] if summary else "")}
         return 0 if counts.get("skipped") else counts.get("passed", 0)
     return sum(run["asserts"] for run in runs if run["playbook"] == "verify.yml")
@@ -159,9 +160,18 @@ def test_run_order_starts_the_longest_and_keeps_every_scenario():
     assert run_order({"nccl", "gpu_health"}) == ["gpu_health", "nccl"]
 
 
-TESTINFRA = """INFO     [fleet_upgrade > verify] Executing Testinfra tests found in molecule/fleet_upgrade/tests/...
+# As test_molecule_scenario gets it: the verifier's pytest on stdout, Molecule's step lines on stderr after it.
+TESTINFRA = """TASK [Wait until every node is registered and not down] ************************
+ok: [fleet-ctl]
+============================= test session starts ==============================
 tests/test_fleet_upgrade.py {marks}
-==================== {summary} in 582.21s (0:09:42) ====================
+============================= slowest 12 durations =============================
+123.23s call     molecule/fleet_upgrade/tests/test_fleet_upgrade.py::test_a_live_rollout
+======================== {summary} in 547.29s (0:09:07) ========================
+PLAY [Destroy sandbox nodes] ***************************************************
+INFO     [fleet_upgrade > verify] Executing
+INFO     [fleet_upgrade > verify] Executing Testinfra tests found in molecule/fleet_upgrade/tests/...
+INFO     [fleet_upgrade > verify] Verifier completed successfully.
 INFO     [fleet_upgrade > verify] Executed: Successful
 """
 ANSIBLE = """INFO     [horovod > verify] Executing
