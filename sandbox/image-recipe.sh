@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build a sandbox node root filesystem with debootstrap and stream it as a tar on stdout.
-#   image-recipe.sh SUITE
+#   image-recipe.sh SUITE [EXTRA_PACKAGES]   (EXTRA_PACKAGES: comma-separated, added to debootstrap's --include)
 # `sandbox/fleet images` hashes this file: any change here rebuilds the images.
 set -euo pipefail
-suite=${1:?usage: image-recipe.sh SUITE}
+suite=${1:?usage: image-recipe.sh SUITE [EXTRA_PACKAGES]}
+extra=${2:+,$2}
 mirror=${GPUFLEET_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 root=$(mktemp -d "${TMPDIR:-/tmp}/gpufleet-rootfs-${suite}.XXXXXX")
 trap 'rm -rf "$root" "$root.log"' EXIT
@@ -11,7 +12,7 @@ trap 'rm -rf "$root" "$root.log"' EXIT
 # What a node needs for Ansible and our roles: systemd as PID 1, python3 (+ apt bindings for
 # ansible.builtin.apt), sudo, and what apt needs to verify signed third-party repositories.
 debootstrap --variant=minbase \
-  --include=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,ca-certificates,gnupg,procps,kmod,pciutils \
+  --include=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,ca-certificates,gnupg,procps,kmod,pciutils"$extra" \
   "$suite" "$root" "$mirror" >"$root.log" 2>&1 || { cat "$root.log" >&2; exit 1; }
 rm -f "$root.log"
 
