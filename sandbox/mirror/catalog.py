@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import driver_graph
+import kmod_source
 
 DESC = "synthetic test fixture from gpufleet.stack sandbox/mirror (not NVIDIA software)"
 LIB = "/usr/lib/x86_64-linux-gnu"
@@ -151,22 +152,14 @@ done
 
 
 def kernel_module_postinst(ver):
-    """DKMS builds the module for every kernel whose headers are installed (/lib/modules/K/build), into DKMS' tree and
-    /lib/modules/K/updates/dkms; then the module "loads": the sandbox's simulator stands in for nvidia.ko, and the
-    driver's device nodes appear as nvidia-modprobe makes them (195:N per GPU the driver brought up, 195:255 nvidiactl,
-    195:254 nvidia-modeset, nvidia-uvm on its own major). A container cannot build or load a module: nothing else."""
+    """dh_dkms's postinst (kmod_source.py: DKMS really builds the module for kernels that have headers); then the
+    module "loads": the sandbox's simulator stands in for nvidia.ko in the running kernel, which in a container is
+    the host's, and the driver's device nodes appear as nvidia-modprobe makes them (195:N per GPU the driver
+    brought up, 195:255 nvidiactl, 195:254 nvidia-modeset, nvidia-uvm on its own major)."""
     return (
         "#!/bin/bash\nset -e\n"
-        f'echo "nvidia {ver}: DKMS build skipped (synthetic test fixture, no kernel module)"\n'
-        f"""for build in /lib/modules/*/build; do
-    [ -e "$build" ] || continue
-    k="$(basename "$(dirname "$build")")"
-    mkdir -p "/var/lib/dkms/nvidia/{ver}/$k/x86_64/module" "/lib/modules/$k/updates/dkms"
-    echo "nvidia {ver} for $k (synthetic test fixture)" > "/var/lib/dkms/nvidia/{ver}/$k/x86_64/module/nvidia.ko"
-    cp "/var/lib/dkms/nvidia/{ver}/$k/x86_64/module/nvidia.ko" "/lib/modules/$k/updates/dkms/nvidia.ko"
-    echo "nvidia/{ver}, $k, x86_64: installed"
-done
-[ -f {SIM_PROFILE} ] || exit 0
+        + kmod_source.POSTINST.format(ver=ver)
+        + f"""[ -f {SIM_PROFILE} ] || exit 0
 PY_GPUS='{PY_GPUS}'
 gpus="$(python3 -c "$PY_GPUS" {SIM_PROFILE})"
 node() {{ [ -e "$1" ] || mknod -m 0666 "$1" c "$2" "$3" || echo "cannot create $1 (no CAP_MKNOD?)" >&2; }}
@@ -196,24 +189,29 @@ def from_stanza(fields, **contents):
 def driver_contents(ver):
     """Files of the parts the collection reads or runs, by package name; every other part is an empty package."""
     cuda = DRIVERS[ver]
+    broken = ver == BROKEN_DRIVER
+    # The broken version's source does not compile: DKMS fails for real on a node with kernel headers. A node without
+    # any (a plain container) builds nothing, so there its postinst fails as DKMS would have.
     dkms_post = (
-        sh(
-            f"""
+        "#!/bin/bash\nset -e\n"
+        + kmod_source.POSTINST.format(ver=ver)
+        + f"""
+ls -d /lib/modules/*/build/include >/dev/null 2>&1 && exit 0
 echo "Error! Bad return status for module build on kernel: $(uname -r) (x86_64)" >&2
 echo "Consult /var/lib/dkms/nvidia/{ver}/build/make.log for more information." >&2
 echo "(gpufleet.stack test mirror: driver {ver} is the deliberately broken version)" >&2
 exit 10
 """
-        )
-        if ver == BROKEN_DRIVER
-        else sh(f'echo "nvidia {ver}: DKMS build skipped (synthetic test fixture, no kernel module)"')
+        if broken
+        else kernel_module_postinst(ver)
     )
 
-    dkms_post = dkms_post if ver == BROKEN_DRIVER else kernel_module_postinst(ver)
-
     def dkms(flavor):
-        conf = f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{ver}"\n# flavor: {flavor}\nAUTOINSTALL="yes"\n'
-        return {"files": {f"/usr/src/nvidia-{ver}/dkms.conf": (conf, 0o644)}, "postinst": dkms_post}
+        return {
+            "files": kmod_source.source_files(ver, flavor, broken),
+            "postinst": dkms_post,
+            "prerm": "#!/bin/sh\nset -e\n" + kmod_source.PRERM.format(ver=ver),
+        }
 
     fm = {
         "files": {

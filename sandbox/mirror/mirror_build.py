@@ -54,6 +54,7 @@ def inputs_digest():
     files = [
         HERE / "catalog.py",
         HERE / "driver_graph.py",
+        HERE / "kmod_source.py",
         HERE / "nvidia_ctk.py",
         HERE / "dcgmi.py",
         HERE / "dcgm_exporter.py",

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_parse as sp
@@ -76,13 +77,40 @@ def test_version_calls_answer_without_a_gpu(mirror, tmp_path):
 
 
 def test_broken_driver_postinst_fails_and_good_one_succeeds(mirror, tmp_path):
+    """The postinst is dh_dkms's (Debian's common.postinst builds, for real, where a kernel has headers: the
+    kernel_layer scenario); where no kernel has headers, the broken version still fails as a DKMS build would."""
+    if list(Path("/lib/modules").glob("*/build/include")):
+        pytest.skip("this host has kernel headers: the broken postinst would hand the failure to DKMS' real build")
     for version, expect_rc in (("570.86.15-1", 10), ("570.133.20-1", 0)):
         ctl = tmp_path / version
         deb = mirror / "www" / CUDA12 / f"nvidia-kernel-open-dkms_{version}_amd64.deb"
         subprocess.run(["dpkg-deb", "-e", deb, ctl], check=True)
+        script = (ctl / "postinst").read_text()
+        assert f"/usr/lib/dkms/common.postinst nvidia {version[:-2]} /usr/share/nvidia-dkms" in script
+        assert f"dkms remove -m nvidia -v {version[:-2]} --all" in (ctl / "prerm").read_text()
+        # common.postinst is Debian's dkms, not on this host: stood in by `true` (DKMS builds nothing without headers).
+        (ctl / "postinst").write_text(script.replace("/usr/lib/dkms/common.postinst", "true"))
         proc = subprocess.run(["sh", ctl / "postinst", "configure"], capture_output=True, text=True, check=False)
         assert proc.returncode == expect_rc, proc.stderr
         assert ("Bad return status for module build" in proc.stderr) == bool(expect_rc)
+
+
+def test_dkms_source_is_the_module_tree_nvidia_packages_ship(mirror, tmp_path):
+    for flavor, package, modules in (
+        ("open", "nvidia-kernel-open-dkms", 5),
+        ("proprietary", "nvidia-kernel-dkms", 4),
+    ):
+        root = extract(mirror, CUDA12, package, "570.133.20-1", tmp_path / flavor)
+        src = root / "usr/src/nvidia-570.133.20"
+        conf = (src / "dkms.conf").read_text()
+        assert 'PACKAGE_NAME="nvidia"' in conf and 'PACKAGE_VERSION="570.133.20"' in conf
+        assert "KERNEL_UNAME=${kernelver} modules" in conf
+        assert conf.count("BUILT_MODULE_NAME[") == modules
+        assert ('"nvidia-peermem"' in conf) == (flavor == "open")
+        assert 'MODULE_VERSION("570.133.20")' in (src / "nvidia.c").read_text()
+        assert "obj-m := nvidia.o nvidia-uvm.o" in (src / "Makefile").read_text()
+    broken = extract(mirror, CUDA12, "nvidia-kernel-open-dkms", "570.86.15-1", tmp_path / "broken")
+    assert "does not compile" in (broken / "usr/src/nvidia-570.86.15/nvidia.c").read_text()
 
 
 def test_fabricmanager_and_persistenced_print_their_version(mirror, tmp_path):
