@@ -19,8 +19,15 @@ import re
 
 # Module file names: NVIDIA's packages and the runfile build nvidia.ko, Debian's nvidia-current.ko; DKMS copies the
 # compression of the kernel's own modules (.ko, .ko.xz, .ko.zst, .ko.gz).
-_MODULE_RE = re.compile(r"^nvidia(?:-current)?\.ko(?:\.(?:xz|zst|gz))?$")
-_DKMS_MODULES = ("nvidia", "nvidia-current")
+_MODULE_RE = re.compile(r"^nvidia(?:-current(?:-open)?)?\.ko(?:\.(?:xz|zst|gz))?$")
+# DKMS module names: NVIDIA's packages register nvidia/<version>, Debian's nvidia-current/<version> (closed) and
+# nvidia-current-open/<version> (open).
+DKMS_MODULES = ("nvidia", "nvidia-current", "nvidia-current-open")
+# Debian's kernel flavours, each with a headers metapackage (linux-headers-<flavour>) that follows its new kernels.
+DEBIAN_FLAVOURS = ("amd64", "cloud-amd64", "rt-amd64", "arm64", "rt-arm64", "cloud-arm64")
+# `dkms status` lines (dkms 3.x): "nvidia/570.133.20, 6.1.0-28-amd64, x86_64: installed", maybe followed by
+# " (WARNING: ...)" or "(original_module exists)".
+_STATUS_RE = re.compile(r"^([^/,\s]+)/([^,\s]+), ([^,\s]+), ([^:\s]+): (\w+)")
 
 
 def _under(root, path):
@@ -64,7 +71,7 @@ def next_boot_kernel(root="/", kernels=None):
 def dkms_versions(root, kernel):
     """{module name: [driver versions]} DKMS built for kernel (its tree may hold several versions)."""
     found = {}
-    for name in _DKMS_MODULES:
+    for name in DKMS_MODULES:
         base = _under(root, f"/var/lib/dkms/{name}")
         try:
             versions = sorted(os.listdir(base))
@@ -133,3 +140,68 @@ def next_boot_problem(report, driver_version):
         f"driver {driver_version} would not load. Install its headers (linux-headers-{nxt}) so DKMS builds the "
         f"module (dkms autoinstall -k {nxt}), or make another kernel the default"
     )
+
+
+def flavour(kernel):
+    """The flavour of a Debian kernel release: "amd64" of "6.1.0-28-amd64", "cloud-amd64" of
+    "6.12.9+bpo-cloud-amd64"."""
+    match = re.match(r"^[^-]+-(?:[0-9]+-)?(.+)$", kernel or "")
+    return match.group(1) if match else ""
+
+
+def headers_present(root, kernel):
+    """Whether DKMS can build for kernel: its build tree has include/ (as dkms' common.postinst checks)."""
+    return os.path.isdir(_under(root, f"/lib/modules/{kernel}/build/include"))
+
+
+def kernel_targets(root="/", running=None):
+    """The kernels whose headers a host needs, so that the module exists wherever it boots: the running kernel (None
+    in a container, whose kernel is the host's) and the one that boots next. Older kernels get a module when their
+    headers are there (dkms_plan) but their headers are not asked for: the archive may no longer have them."""
+    nxt, _how = next_boot_kernel(root)
+    return [k for i, k in enumerate([running, nxt]) if k and k not in [running, nxt][:i]]
+
+
+def kernel_packages(targets, headers_format="linux-headers-{}", headers_package="", flavours=DEBIAN_FLAVOURS):
+    """DKMS, the headers of each target kernel, and the metapackage that brings the headers of every new kernel of
+    the next boot's flavour (headers_package when named: Proxmox, Ubuntu HWE and custom kernels have their own).
+    Nothing when there is no kernel to build for (a container without kernels of its own)."""
+    if not targets:
+        return []
+    meta = headers_package or (headers_format.format(flavour(targets[-1])) if flavour(targets[-1]) in flavours else "")
+    names = ["dkms"] + [headers_format.format(k) for k in targets] + ([meta] if meta else [])
+    return list(dict.fromkeys(names))
+
+
+def parse_dkms_status(text):
+    """{(module, version, kernel): state} from `dkms status` (state: added, built, installed)."""
+    found = {}
+    for line in text.splitlines():
+        match = _STATUS_RE.match(line.strip())
+        if match:
+            name, version, kernel, _arch, state = match.groups()
+            found[(name, version, kernel)] = state
+    return found
+
+
+def dkms_plan(kernels, module, version, status, has_headers):
+    """[(kernel, action)] for one DKMS module version over the installed kernels: "installed" (nothing to do),
+    "install" (dkms install builds it when needed) or "no headers" (nothing DKMS can do: reported)."""
+    plan = []
+    for kernel in kernels:
+        if status.get((module, version, kernel)) == "installed":
+            plan.append((kernel, "installed"))
+        elif has_headers(kernel):
+            plan.append((kernel, "install"))
+        else:
+            plan.append((kernel, "no headers"))
+    return plan
+
+
+def log_tail(text, lines=25, width=300):
+    """The last lines of a build log, each cut to width characters, undecodable bytes replaced: what a failure
+    message quotes."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    tail = [line[:width] for line in text.splitlines() if line.strip()][-lines:]
+    return "\n".join(tail)

@@ -57,6 +57,19 @@ options:
     description: Root under which C(/boot), C(/vmlinuz), C(/lib/modules) and C(/var/lib/dkms) are read.
     type: path
     default: /
+  dkms:
+    description:
+      - Whether the driver's module is built with DKMS here; then RV(kernel_packages) names what the build needs.
+    type: bool
+    default: false
+  headers_format:
+    description: The headers package of one kernel release, C({}) standing for the release.
+    type: str
+    default: linux-headers-{}
+  headers_package:
+    description: The headers metapackage that follows new kernels; empty takes Debian's for the next kernel's flavour.
+    type: str
+    default: ""
 extends_documentation_fragment:
   - gpufleet.stack.attributes
   - gpufleet.stack.attributes.READ_ONLY
@@ -92,6 +105,22 @@ kernels:
   description: As in M(gpufleet.stack.stack_facts)' C(kernels) (running, next_boot, each kernel's nvidia module).
   returned: when O(driver_version) is set
   type: dict
+owns_kernels:
+  description:
+    - Whether the host's kernels are its own to build for (not a container, or a container holding kernels in
+      C(/boot), such as the sandbox's debian12-kernel nodes, whose next boot they are).
+  returned: always
+  type: bool
+kernel_targets:
+  description: The kernels whose headers DKMS needs (the running one when it is the host's own, and the next boot's).
+  returned: always
+  type: list
+  elements: str
+kernel_packages:
+  description: DKMS, the headers of RV(kernel_targets) and the headers metapackage; empty without O(dkms).
+  returned: always
+  type: list
+  elements: str
 next_boot_problem:
   description: Why rebooting now would come up without the driver (the next kernel has no module for it); empty if none.
   returned: always
@@ -105,7 +134,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import probe_library, simulated_host
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_kernel_module
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_readers import modinfo_reader
-from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import kernel_report, next_boot_problem
+from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import (
+    installed_kernels,
+    kernel_packages,
+    kernel_report,
+    kernel_targets,
+    next_boot_problem,
+)
 
 
 def running_version(sysfs_root, procfs_root, in_container, simulated=None):
@@ -155,6 +190,9 @@ def main():
             },
             "driver_version": {"type": "str", "default": ""},
             "boot_root": {"type": "path", "default": "/"},
+            "dkms": {"type": "bool", "default": False},
+            "headers_format": {"type": "str", "default": "linux-headers-{}"},
+            "headers_package": {"type": "str", "default": ""},
         },
         supports_check_mode=True,
     )
@@ -164,10 +202,18 @@ def main():
     if mokutil:
         _rc, out, err = module.run_command([mokutil, "--sb-state"])
         answer = (out + err).strip()
-    extra = {"next_boot_problem": ""}
+    # In a container the running kernel is the container host's: only kernels in its /boot are its own.
+    running = None if p["in_container"] else platform.release()
+    targets = kernel_targets(p["boot_root"], running)
+    extra = {
+        "owns_kernels": not p["in_container"] or bool(installed_kernels(p["boot_root"])),
+        "kernel_targets": targets,
+        "kernel_packages": kernel_packages(targets, p["headers_format"], p["headers_package"]) if p["dkms"] else [],
+        "next_boot_problem": "",
+    }
     if p["driver_version"]:
         report = kernel_report(p["boot_root"], platform.release(), p["driver_version"], modinfo_reader(module))
-        extra = {"kernels": report, "next_boot_problem": next_boot_problem(report, p["driver_version"]) or ""}
+        extra.update(kernels=report, next_boot_problem=next_boot_problem(report, p["driver_version"]) or "")
     module.exit_json(
         changed=False,
         running_version=running_version(

@@ -94,3 +94,81 @@ def test_two_driver_versions_built_for_one_kernel(tmp_path):
     report = k.kernel_report(str(tmp_path), OLD, "570.172.08", modinfo=lambda path: "570.133.20")
     assert report["kernels"][0]["versions"] == ["570.133.20"]
     assert "not the installed driver 570.172.08" in k.next_boot_problem(report, "570.172.08")
+
+
+# --- what DKMS builds for, and what that takes (driver_state's kernel_packages, the dkms_modules module) ------------
+
+
+@pytest.mark.parametrize(
+    ("release", "flavour"),
+    [
+        ("6.1.0-28-amd64", "amd64"),
+        ("6.1.0-28-cloud-amd64", "cloud-amd64"),
+        ("6.12.9+bpo-amd64", "amd64"),  # a backports kernel has no ABI number
+        ("6.12.9+bpo-rt-arm64", "rt-arm64"),
+        ("6.18.44-fc-v1252", "fc-v1252"),  # a container host's kernel: no Debian flavour
+        ("", ""),
+    ],
+)
+def test_flavour(release, flavour):
+    assert k.flavour(release) == flavour
+
+
+def test_targets_are_the_running_kernel_and_the_next_boot(tmp_path):
+    kernel(tmp_path, OLD)
+    kernel(tmp_path, NEW, link=True)
+    assert k.kernel_targets(str(tmp_path), OLD) == [OLD, NEW]
+    assert k.kernel_targets(str(tmp_path), NEW) == [NEW]
+    # A container: its running kernel is the host's; only its own next boot counts.
+    assert k.kernel_targets(str(tmp_path), None) == [NEW]
+    assert k.kernel_targets(str(tmp_path / "empty"), None) == []
+
+
+def test_kernel_packages():
+    assert k.kernel_packages([OLD, NEW]) == [
+        "dkms",
+        f"linux-headers-{OLD}",
+        f"linux-headers-{NEW}",
+        "linux-headers-amd64",
+    ]
+    # The metapackage follows the next boot's flavour; a custom kernel has none unless named.
+    assert k.kernel_packages(["6.8.12-4-pve"]) == ["dkms", "linux-headers-6.8.12-4-pve"]
+    assert (
+        k.kernel_packages(["6.8.12-4-pve"], headers_package="proxmox-default-headers")[-1] == "proxmox-default-headers"
+    )
+    assert k.kernel_packages(["5.14.0-503.el9.x86_64"], "kernel-devel-{}") == [
+        "dkms",
+        "kernel-devel-5.14.0-503.el9.x86_64",
+    ]
+    assert k.kernel_packages([]) == []
+
+
+# dkms 3.0.10 (bookworm) as it prints: one line per module, version, kernel and architecture.
+DKMS_STATUS = """nvidia/570.133.20, 6.1.0-28-amd64, x86_64: installed
+nvidia/570.133.20, 6.1.0-9-amd64, x86_64: built
+nvidia/570.86.15: added
+nvidia-current/535.261.03, 6.1.0-28-amd64, x86_64: installed (WARNING! Diff between built and installed module!)
+"""
+
+
+def test_dkms_status_and_plan(tmp_path):
+    status = k.parse_dkms_status(DKMS_STATUS)
+    assert status[("nvidia", "570.133.20", OLD)] == "installed"
+    assert status[("nvidia", "570.133.20", NEW)] == "built"
+    assert status[("nvidia-current", "535.261.03", OLD)] == "installed"
+    assert len(status) == 3  # "added" names no kernel
+    kernels = [NEW, OLD, "6.12.9+bpo-amd64"]
+    plan = k.dkms_plan(kernels, "nvidia", "570.133.20", status, lambda kern: kern != "6.12.9+bpo-amd64")
+    # Built but not installed is installed by `dkms install`; without headers nothing can be done.
+    assert plan == [(NEW, "install"), (OLD, "installed"), ("6.12.9+bpo-amd64", "no headers")]
+    assert k.dkms_plan([OLD], "nvidia", "580.95.05", status, lambda _k: True) == [(OLD, "install")]
+    (tmp_path / f"lib/modules/{OLD}/build/include").mkdir(parents=True)
+    (tmp_path / f"lib/modules/{NEW}/build").mkdir(parents=True)  # a dangling build tree without include/
+    assert (k.headers_present(str(tmp_path), OLD), k.headers_present(str(tmp_path), NEW)) == (True, False)
+
+
+def test_log_tail_is_bounded_and_decoded():
+    text = b"".join(f"line {i}\n".encode() for i in range(100)) + b"\xff bad byte " + b"x" * 1000 + b"\n\n"
+    tail = k.log_tail(text, lines=3, width=40).splitlines()
+    assert tail[:2] == ["line 98", "line 99"]
+    assert tail[2].startswith("\ufffd bad byte") and len(tail[2]) == 40
