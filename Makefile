@@ -23,12 +23,16 @@ demo: setup
 	@echo "fleet report: $(CURDIR)/reports/fleet-report.html"
 
 ## setup: toolchain (.venv), Docker engine, node images, the browser that checks the HTML report, redis-server
-## (the shared fact cache's test starts its own) and promtool (Debian's prometheus: the alert rules' tests)
+## (the shared fact cache's test starts its own), promtool (Debian's prometheus: the alert rules' tests) and qemu
+## (sandbox/bootcheck boots a node's own kernel)
 setup: venv engine images tools
 
 tools:
 	@command -v chromium >/dev/null && command -v pdftotext >/dev/null && command -v redis-server >/dev/null && command -v promtool >/dev/null || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils redis-server prometheus >/dev/null; }
+	@# sandbox/bootcheck: qemu boots a node's own kernel (software emulation); its root disk is made with mkfs.ext4 -d.
+	@command -v qemu-system-x86_64 >/dev/null && command -v mkfs.ext4 >/dev/null || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 e2fsprogs >/dev/null; }
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements.in requirements.lock

@@ -1,22 +1,11 @@
 """sandbox/fleet's pure parts: argument errors and the inventory it writes (no Docker needed)."""
 
-import importlib.machinery
-import importlib.util
 from pathlib import Path
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def fleet():
-    loader = importlib.machinery.SourceFileLoader("fleet", str(ROOT / "sandbox" / "fleet"))
-    spec = importlib.util.spec_from_loader("fleet", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
 
 
 def node(name, image="debian12"):
