@@ -162,15 +162,24 @@ def kernel_targets(root="/", running=None):
     return [k for i, k in enumerate([running, nxt]) if k and k not in [running, nxt][:i]]
 
 
-def kernel_packages(targets, headers_format="linux-headers-{}", headers_package="", flavours=DEBIAN_FLAVOURS):
+def kernel_packages(
+    targets, headers_format="linux-headers-{}", headers_package="", flavours=DEBIAN_FLAVOURS, unavailable=()
+):
     """DKMS, the headers of each target kernel, and the metapackage that brings the headers of every new kernel of
     the next boot's flavour (headers_package when named: Proxmox, Ubuntu HWE and custom kernels have their own).
-    Nothing when there is no kernel to build for (a container without kernels of its own)."""
+    Nothing when there is no kernel to build for (a container without kernels of its own). Kernels in unavailable
+    (their headers are in no repository: a custom kernel, an ABI the archive has dropped) get no headers package:
+    asking for one would fail the whole install, and the kernel guard refuses a reboot into them instead."""
     if not targets:
         return []
     meta = headers_package or (headers_format.format(flavour(targets[-1])) if flavour(targets[-1]) in flavours else "")
-    names = ["dkms"] + [headers_format.format(k) for k in targets] + ([meta] if meta else [])
-    return list(dict.fromkeys(names))
+    headers = [headers_format.format(k) for k in targets if k not in unavailable]
+    return list(dict.fromkeys(["dkms"] + headers + ([meta] if meta else [])))
+
+
+def unavailable_headers(targets, headers_format, available):
+    """The target kernels whose headers package available(name) says no repository has (nor dpkg, installed)."""
+    return [k for k in targets if not available(headers_format.format(k))]
 
 
 def parse_dkms_status(text):

@@ -70,6 +70,14 @@ options:
     description: The headers metapackage that follows new kernels; empty takes Debian's for the next kernel's flavour.
     type: str
     default: ""
+  package_query:
+    description:
+      - A command that exits 0 when the package named after it can be installed (C(apt-cache show
+        --no-all-versions), C(dnf -q list)); each target kernel's headers package is asked for only when it can
+        (RV(headers_unavailable)). Empty asks for every one.
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - gpufleet.stack.attributes
   - gpufleet.stack.attributes.READ_ONLY
@@ -121,6 +129,13 @@ kernel_packages:
   returned: always
   type: list
   elements: str
+headers_unavailable:
+  description:
+    - The kernels of RV(kernel_targets) whose headers package O(package_query) found nowhere; DKMS cannot build for
+      them, and a reboot into one is refused.
+  returned: always
+  type: list
+  elements: str
 next_boot_problem:
   description: Why rebooting now would come up without the driver (the next kernel has no module for it); empty if none.
   returned: always
@@ -140,6 +155,7 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import (
     kernel_report,
     kernel_targets,
     next_boot_problem,
+    unavailable_headers,
 )
 
 
@@ -193,6 +209,7 @@ def main():
             "dkms": {"type": "bool", "default": False},
             "headers_format": {"type": "str", "default": "linux-headers-{}"},
             "headers_package": {"type": "str", "default": ""},
+            "package_query": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )
@@ -205,10 +222,18 @@ def main():
     # In a container the running kernel is the container host's: only kernels in its /boot are its own.
     running = None if p["in_container"] else platform.release()
     targets = kernel_targets(p["boot_root"], running)
+    query = p["package_query"] if p["dkms"] else []
+    missing = (
+        unavailable_headers(targets, p["headers_format"], lambda name: module.run_command([*query, name])[0] == 0)
+        if query
+        else []
+    )
+    packages = kernel_packages(targets, p["headers_format"], p["headers_package"], unavailable=missing)
     extra = {
         "owns_kernels": not p["in_container"] or bool(installed_kernels(p["boot_root"])),
         "kernel_targets": targets,
-        "kernel_packages": kernel_packages(targets, p["headers_format"], p["headers_package"]) if p["dkms"] else [],
+        "kernel_packages": packages if p["dkms"] else [],
+        "headers_unavailable": missing,
         "next_boot_problem": "",
     }
     if p["driver_version"]:

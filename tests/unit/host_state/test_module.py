@@ -46,6 +46,31 @@ def test_the_next_boot_kernel_is_read_for_the_driver(run_module, tmp_path):
     assert (rc, result["next_boot_problem"], "kernels" in result) == (0, "", False)
 
 
+def test_headers_are_asked_for_only_where_a_repository_has_them(run_module, tmp_path):
+    """package_query (apt-cache show on Debian) is asked about each target kernel's headers: the next boot's
+    6.1.0-99 has none anywhere, so only DKMS and the metapackage are installed, and the kernel is named."""
+    (tmp_path / "boot").mkdir()
+    (tmp_path / "boot/vmlinuz-6.1.0-99-amd64").write_text("")
+    query = tmp_path / "query"
+    query.write_text('#!/bin/sh\ncase "$1" in linux-headers-6.1.0-99-amd64) exit 100;; esac\n')
+    query.chmod(0o755)
+    args = {
+        "boot_root": str(tmp_path),
+        "secure_boot_var": str(tmp_path / "none"),
+        "in_container": True,
+        "dkms": True,
+        "package_query": [str(query)],
+    }
+    rc, result = run_module("gpufleet.stack.driver_state", args, "--check")
+    assert rc == 0, result
+    assert result["kernel_packages"] == ["dkms", "linux-headers-amd64"]
+    assert result["headers_unavailable"] == ["6.1.0-99-amd64"]
+    query.write_text("#!/bin/sh\nexit 0\n")
+    rc, result = run_module("gpufleet.stack.driver_state", args, "--check")
+    assert result["kernel_packages"] == ["dkms", "linux-headers-6.1.0-99-amd64", "linux-headers-amd64"], result
+    assert result["headers_unavailable"] == []
+
+
 def test_one_run_reads_every_part(run_module, tmp_path):
     (tmp_path / "sys/module/nvidia").mkdir(parents=True)
     (tmp_path / "sys/module/nvidia/version").write_text("570.133.20\n")

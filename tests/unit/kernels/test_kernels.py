@@ -143,6 +143,16 @@ def test_kernel_packages():
     assert k.kernel_packages([]) == []
 
 
+def test_headers_no_repository_has_are_not_asked_for():
+    """A kernel whose headers the archive no longer has (an old ABI, a custom build): asking apt for them would fail
+    the whole install; the metapackage still follows the next kernel's flavour, and the guard refuses that boot."""
+    archive = {"dkms", f"linux-headers-{OLD}", "linux-headers-amd64"}
+    missing = k.unavailable_headers([OLD, NEW], "linux-headers-{}", archive.__contains__)
+    assert missing == [NEW]
+    assert k.kernel_packages([OLD, NEW], unavailable=missing) == ["dkms", f"linux-headers-{OLD}", "linux-headers-amd64"]
+    assert k.unavailable_headers([OLD], "linux-headers-{}", archive.__contains__) == []
+
+
 # dkms 3.0.10 (bookworm) as it prints: one line per module, version, kernel and architecture.
 DKMS_STATUS = """nvidia/570.133.20, 6.1.0-28-amd64, x86_64: installed
 nvidia/570.133.20, 6.1.0-9-amd64, x86_64: built
