@@ -25,6 +25,7 @@ REQUIRED = {
     "gpu_arch": ("arch", "cc"),
     "wheel_archs": ("name", "version", "variant", "archs"),
     "toolkit_cve": ("cve", "affected", "fixed", "what"),
+    "driver_cve": ("bulletin", "date", "cve", "cvss", "fixed_in", "what"),
 }
 PINS = ("cuda", "min_driver", "branch", "max_cuda", "cudnn", "nccl", "version", "horovod", "works", "breaks", "cc")
 PINS += ("min_branch", "last_branch", "cuda_min", "cuda_max", "affected", "fixed")
@@ -82,9 +83,31 @@ def _check(row, origin):
         raise MatrixError(f"{origin} row {row['id']}: archs {row['archs']!r}: write them as 7.5;8.0;9.0+PTX")
     if row.get("eol") and not re.fullmatch(r"\d{4}-\d{2}(-\d{2})?|ended", str(row["eol"])):
         raise MatrixError(f"{origin} row {row['id']}: eol {row['eol']!r}: write YYYY-MM, YYYY-MM-DD or ended")
-    if kind == "gpu_arch" and not set(row.get("flavors") or FLAVORS) <= set(FLAVORS):
-        raise MatrixError(f"{origin} row {row['id']}: flavors {row['flavors']!r}: each one of {', '.join(FLAVORS)}")
+    _check_kind(row, kind, origin)
     return dict(row)
+
+
+def _check_kind(row, kind, origin):
+    """The fields only some kinds have: a branch's or architecture's flavors, a bulletin's fixed_in and date."""
+    if kind in ("gpu_arch", "branch") and not set(row.get("flavors") or FLAVORS) <= set(FLAVORS):
+        raise MatrixError(f"{origin} row {row['id']}: flavors {row['flavors']!r}: each one of {', '.join(FLAVORS)}")
+    if kind == "driver_cve":
+        _check_fixed_in(row, origin)
+
+
+def _check_fixed_in(row, origin):
+    """A driver_cve row's fixed_in: {branch: the first fixed version of that branch}, each version in its branch."""
+    fixed = row["fixed_in"]
+    if not isinstance(fixed, dict):
+        raise MatrixError(f"{origin} row {row['id']}: fixed_in must map each branch to its first fixed version")
+    for branch, version in fixed.items():
+        if not re.fullmatch(r"\d{3}", str(branch)) or str(v.major(str(version))) != str(branch):
+            raise MatrixError(
+                f"{origin} row {row['id']}: fixed_in {branch!r}: {version!r}: write the branch and a version of it, "
+                'e.g. "580": "580.159.03"'
+            )
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(row["date"])):
+        raise MatrixError(f"{origin} row {row['id']}: date {row['date']!r}: write the bulletin's date as YYYY-MM-DD")
 
 
 def _resolve(row, sources, default_read, origin):

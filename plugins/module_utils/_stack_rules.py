@@ -263,36 +263,129 @@ def rule_fabricmanager(matrix, stack):
 
 def rule_driver_lifecycle(matrix, stack, today):
     """A driver branch past its end of life (the branch row's `eol`) gets no more security fixes: a warning naming
-    the branches still supported. `today` is an ISO date (the caller's clock; fixed in tests and docs)."""
+    the branches still supported. So does a new feature branch (NFB, no `eol`: NVIDIA gives NFBs none) once a newer
+    branch is out: its fixes stop there (bulletin 5821 fixed R595 where 5747 had fixed R590). `today` is an ISO date
+    (the caller's clock; fixed in tests and docs)."""
     driver = stack["driver"]
     row = mx.branch_row(matrix, driver) if driver else None
-    if row is None or not row.get("eol"):
+    if row is None:
         return []
     kind = f" ({row['lifecycle']})" if row.get("lifecycle") else ""
+    if not row.get("eol"):
+        if row.get("lifecycle") != "NFB":
+            return []
+        newer = sorted((r["branch"] for r in mx.rows(matrix, "branch") if v.compare(r["branch"], row["branch"]) > 0),
+                       key=v.parse)  # fmt: skip
+        if not newer:
+            note = f"driver branch {row['branch']}{kind} is the newest branch (a new feature branch: short-lived)"
+            return [check("driver_lifecycle", OK, note, mx.cite(row))]
+        return [
+            check(
+                "driver_lifecycle",
+                WARNING,
+                f"driver branch {row['branch']}{kind} is a new feature branch superseded by {newer[0]}: it gets no "
+                f"more fixes; move to {_supported(matrix, today)}",
+                mx.cite(row),
+            )
+        ]
     if not _ended(row, today):
         supported = f"driver branch {row['branch']}{kind} is supported until {row['eol']}"
         return [check("driver_lifecycle", OK, supported, mx.cite(row))]
-    alive = sorted(
-        (r for r in mx.rows(matrix, "branch") if r.get("eol") and r.get("lifecycle") and not _ended(r, today)),
-        key=lambda r: v.parse(r["branch"]),
-    )
-    choose = ", ".join(f"{r['branch']} ({r['lifecycle']}, until {r['eol']})" for r in alive) or "a supported branch"
     when = "" if row["eol"] == "ended" else f" in {row['eol']}"
     return [
         check(
             "driver_lifecycle",
             WARNING,
             f"driver branch {row['branch']}{kind} reached its end of life{when}: no more security or bug fixes; "
-            f"move to {choose}",
+            f"move to {_supported(matrix, today)}",
             mx.cite(row),
         )
     ]
+
+
+def _supported(matrix, today):
+    """The branches with a lifecycle and an end of life still ahead, oldest first: "580 (LTSB, until 2028-06), ..."."""
+    alive = sorted(
+        (r for r in mx.rows(matrix, "branch") if r.get("eol") and r.get("lifecycle") and not _ended(r, today)),
+        key=lambda r: v.parse(r["branch"]),
+    )
+    return ", ".join(f"{r['branch']} ({r['lifecycle']}, until {r['eol']})" for r in alive) or "a supported branch"
 
 
 def _ended(row, today):
     """Whether a branch row's end of life ("2026-06": through June; "ended") is before `today` (YYYY-MM-DD)."""
     eol = str(row["eol"])
     return eol == "ended" or today[: len(eol)] > eol
+
+
+def rule_driver_flavor(matrix, stack):
+    """A kernel-module flavour the driver's branch does not ship (the branch row's `flavors`: R620 has only the open
+    modules): a violation, since there is nothing to install."""
+    driver, flavor = stack["driver"], stack.get("driver_flavor")
+    row = mx.branch_row(matrix, driver) if driver and flavor else None
+    if row is None or not row.get("flavors") or flavor in row["flavors"]:
+        return []
+    return [
+        check(
+            "driver_flavor",
+            VIOLATION,
+            f"driver branch {row['branch']} ships only the {', '.join(row['flavors'])} kernel modules, not the "
+            f'{flavor} ones: set gpufleet_stack.driver_flavor (or nvidia_driver_flavor) to "{row["flavors"][0]}", '
+            "or stay on the last branch with them (GPUs before Turing need the proprietary modules and R580)",
+            mx.cite(row),
+        )
+    ]
+
+
+def rule_driver_security(matrix, stack):
+    """The driver against NVIDIA's GPU Display Driver security bulletins (driver_cve rows, each with the first fixed
+    version per branch): a warning naming each bulletin whose fix for the driver's branch it lacks, and each that lists
+    no fix for its branch while fixing newer ones (its notes: "Earlier software GPU branch releases that support these
+    products might also be affected"). A warning, not a violation: the fix is a driver upgrade with a reboot, which
+    upgrade.yml schedules across the fleet; the CVEs are local ones. A branch alone ("580": its newest) is not read."""
+    driver = stack["driver"]
+    bulletins = sorted(mx.rows(matrix, "driver_cve"), key=lambda r: str(r["date"]))
+    if not driver or _is_branch(driver) or not bulletins:
+        return []
+    branch = str(v.major(driver))
+    missing, unlisted = [], []
+    for row in bulletins:
+        fixed = {str(b): str(x) for b, x in row["fixed_in"].items()}
+        if branch in fixed and v.compare(driver, fixed[branch]) < 0:
+            missing.append((row, fixed[branch]))
+        elif branch not in fixed and int(branch) < max(int(b) for b in fixed):
+            unlisted.append(row)
+    if not missing and not unlisted:
+        newest = bulletins[-1]
+        clean = (
+            f"driver {driver} has the fixes of the {len(bulletins)} GPU Display Driver bulletins in the matrix "
+            f"(the newest: {newest['bulletin']} of {newest['date']})"
+        )
+        return [check("driver_security", OK, clean)]
+    said = []
+    if missing:
+        lacks = "; ".join(f"bulletin {r['bulletin']} of {r['date']} ({r['cve']}, CVSS {r['cvss']}; fixed in {x})"
+                          for r, x in missing)  # fmt: skip
+        floor = max((x for _r, x in missing), key=v.parse)
+        said.append(f"lacks the fixes of {lacks}: upgrade to {floor} or newer (gpufleet_stack.driver)")
+    if unlisted:
+        last = unlisted[-1]
+        fixed = sorted(last["fixed_in"].items(), key=lambda i: -int(i[0]))
+        which = ", ".join(f"{r['bulletin']} of {r['date']} ({r['cve']}, CVSS {r['cvss']})" for r in unlisted)
+        many = len(unlisted) > 1
+        said.append(
+            f"has no fix in bulletin{'s' if many else ''} {which}: {'they fix' if many else 'it fixes'} "
+            f"other branches only (an earlier branch not listed may be affected too); move to a branch "
+            f"{last['bulletin']} fixes ({', '.join(str(x) for _b, x in fixed)} or newer)"
+        )
+    return [
+        check(
+            "driver_security",
+            WARNING,
+            f"driver {driver} {'; it '.join(said)}",
+            "; ".join(mx.cite(r) for r in [r for r, _x in missing] + unlisted),
+        )
+    ]
 
 
 def rule_container_toolkit(matrix, stack):

@@ -284,6 +284,8 @@ def evaluate(matrix, stack, expect=None, today=None):
         r.rule_driver_cuda(matrix, stack)
         + r.rule_driver_branch(matrix, stack)
         + r.rule_driver_lifecycle(matrix, stack, today)
+        + r.rule_driver_flavor(matrix, stack)
+        + r.rule_driver_security(matrix, stack)
         + rule_driver_loaded(stack)
         + r.rule_cudnn(matrix, stack)
         + r.rule_nccl(matrix, stack)

@@ -137,7 +137,8 @@ checks:
     rule:
       description: >-
         Rule name, e.g. C(driver_cuda), C(cudnn_cuda), C(framework_driver), C(fabricmanager_driver), C(gpu_driver),
-        C(gpu_cuda), C(gpu_wheel), C(gpu_flavor), C(driver_lifecycle), C(container_toolkit_cve).
+        C(gpu_cuda), C(gpu_wheel), C(gpu_flavor), C(driver_lifecycle), C(driver_flavor), C(driver_security),
+        C(container_toolkit_cve).
       type: str
     status:
       description: C(ok), C(warning) (runs with limits, e.g. minor-version compatibility), C(violation), C(unknown).

@@ -66,6 +66,11 @@ def test_extra_rows_add_and_override(shipped):
     assert len(matrix["rows"]) == len(shipped["rows"]) + 1
 
 
+# A GPU Display Driver bulletin as a site adds one with gpufleet_compat_matrix_extra before the collection has it.
+BULLETIN = {"id": "x", "kind": "driver_cve", "bulletin": "9999", "date": "2026-05-19", "cve": "CVE-2026-1", "cvss": 8.8,
+            "what": "w", "fixed_in": {"580": "580.159.03"}, "source": "s", "read": "2026-12-05"}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("row", "message"),
     [
@@ -74,6 +79,26 @@ def test_extra_rows_add_and_override(shipped):
         ({"id": "x", "kind": "cuda_driver", "cuda": "12.8", "read": "d"}, "missing min_driver, source"),
         ({"id": "x", "kind": "branch", "branch": "570", "max_cuda": "twelve", "source": "s", "read": "d"}, "max_cuda"),
         ({"id": "x", "kind": "branch", "branch": "570", "max_cuda": "12.8", "source": "s"}, "add `read: YYYY-MM-DD`"),
+        (
+            {
+                "id": "x",
+                "kind": "branch",
+                "branch": "620",
+                "max_cuda": "13.5",
+                "flavors": ["closed"],
+                "source": "s",
+                "read": "d",
+            },
+            "flavors",
+        ),
+        (
+            dict(BULLETIN, fixed_in={"580": "570.211.01"}),
+            "fixed_in '580': '570.211.01': write the branch and a version",
+        ),
+        (dict(BULLETIN, fixed_in={"R580": "580.159.03"}), "fixed_in 'R580'"),
+        (dict(BULLETIN, fixed_in=["580.159.03"]), "fixed_in must map each branch"),
+        (dict(BULLETIN, date="May 2026"), "date 'May 2026': write the bulletin's date as YYYY-MM-DD"),
+        ({k: val for k, val in BULLETIN.items() if k != "cvss"}, "missing cvss"),
     ],
 )
 def test_bad_extra_rows_are_named(row, message):

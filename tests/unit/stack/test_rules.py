@@ -31,8 +31,9 @@ def statuses(checks):
 def test_sandbox_desired_stack_is_compatible(matrix):
     stack = yaml.safe_load(SANDBOX.read_text())["gpufleet_stack"]
     checks = run(matrix, stack)
-    # R570 (a production branch) reached its end of life in 2026-02: a warning, the only one.
-    assert [c["rule"] for c in checks if c["status"] != "ok"] == ["driver_lifecycle"], checks
+    # R570 (a production branch) reached its end of life in 2026-02, and 570.133.20 lacks the fixes of four
+    # security bulletins: two warnings, the only ones.
+    assert [c["rule"] for c in checks if c["status"] != "ok"] == ["driver_lifecycle", "driver_security"], checks
     assert rules.verdict(checks) == (True, None)
     # every family the stack touches was evaluated
     assert {c["rule"] for c in checks} >= {
@@ -323,3 +324,80 @@ def test_container_toolkit_cves(matrix):
     stack = si.from_installed({"container_toolkit": {"version": "1.17.8"}})
     (c,) = [x for x in rules.evaluate(matrix, stack, today=TODAY) if x["rule"] == "container_toolkit_cve"]
     assert c["status"] == "warning" and c["message"].startswith("nvidia-container-toolkit 1.17.8 has CVE-2026-24260")
+
+
+@pytest.mark.parametrize(
+    ("driver", "status", "words"),
+    [
+        # The sandbox's driver: below R570's fixes of 5670, 5703 and 5747, and R570 is not in 5821 at all.
+        ("570.133.20", "warning", "fixed in 570.172.08); bulletin 5703 of 2025-10-09"),
+        (
+            "570.133.20",
+            "warning",
+            "upgrade to 570.211.01 or newer (gpufleet_stack.driver); it has no fix in bulletin 5821",
+        ),
+        # R570's last build: every fix its branch got, and none for May 2026's CVSS 8.8 (R570 had ended).
+        ("570.211.01", "warning", "has no fix in bulletin 5821 of 2026-05-19 (CVE-2026-24187 and 12 more, CVSS 8.8)"),
+        ("570.211.01", "warning", "move to a branch 5821 fixes (595.71.05, 580.159.03, 535.309.01 or newer)"),
+        ("580.95.05", "warning", "fixed in 580.126.09); bulletin 5821 of 2026-05-19"),
+        (
+            "580.126.09",
+            "warning",
+            "lacks the fixes of bulletin 5821 of 2026-05-19 (CVE-2026-24187 and 12 more, CVSS 8.8; "
+            "fixed in 580.159.03): upgrade to 580.159.03 or newer",
+        ),
+        ("580.159.03", "ok", "has the fixes of the 6 GPU Display Driver bulletins in the matrix (the newest: 5821"),
+        ("535.309.01", "ok", "has the fixes of the 6"),
+        ("595.71.05", "ok", "has the fixes of the 6"),
+        # R590 was fixed in January 2026; May 2026 replaced it with R595 (revision 2 of bulletin 5821).
+        ("590.48.01", "warning", "no fix in bulletin 5821"),
+        # Newer than every branch a bulletin lists (released after it): not judged by it.
+        ("620.70.06", "ok", "has the fixes of the 6"),
+    ],
+)
+def test_driver_security_bulletins(matrix, driver, status, words):
+    (c,) = run(matrix, {"driver": driver}, rule="driver_security")
+    assert c["status"] == status and words in c["message"], c
+    if status == "warning":
+        assert "driver-bulletin-" in c["source"] and "github.com/NVIDIA/product-security" in c["source"]
+
+
+def test_driver_security_is_a_finding_on_hosts_too_and_skips_a_bare_branch(matrix):
+    stack = si.from_installed({"driver": {"loaded_version": "580.95.05", "package_version": "580.95.05"}})
+    (c,) = [x for x in rules.evaluate(matrix, stack, today=TODAY) if x["rule"] == "driver_security"]
+    assert c["status"] == "warning"
+    # "580" asks for the branch's newest build: nothing to judge; the matrix's other rules still run.
+    assert run(matrix, {"driver": "580"}, rule="driver_security") == []
+    # A bulletin the site adds before the collection has it (gpufleet_compat_matrix_extra) counts at once.
+    extra = {"id": "site-bulletin", "kind": "driver_cve", "bulletin": "9999", "date": "2026-11-20", "cve": "CVE-2026-9",
+             "cvss": 7.8, "what": "w", "fixed_in": {"620": "620.80.01", "580": "580.190.01"}, "source": "site",
+             "read": "2026-12-05"}  # fmt: skip
+    with_site = mx.build(yaml.safe_load(MATRIX.read_text()), [extra])
+    (c,) = run(with_site, {"driver": "580.159.03"}, rule="driver_security")
+    assert (
+        c["status"] == "warning"
+        and "bulletin 9999 of 2026-11-20 (CVE-2026-9, CVSS 7.8; fixed in 580.190.01)" in c["message"]
+    )
+
+
+def test_a_superseded_new_feature_branch_and_the_newest_one(matrix):
+    (c,) = run(matrix, {"driver": "590.48.01"}, rule="driver_lifecycle")
+    assert c["status"] == "warning" and "590 (NFB) is a new feature branch superseded by 595" in c["message"]
+    assert "move to 580 (LTSB, until 2028-06), 595 (PB, until 2027-03), 620 (LTSB, until 2029-09)" in c["message"]
+    extra = {"id": "branch-630", "kind": "branch", "branch": "630", "max_cuda": "13.6", "lifecycle": "NFB",
+             "source": "site", "read": "2027-03-01"}  # fmt: skip
+    newest = mx.build(yaml.safe_load(MATRIX.read_text()), [extra])
+    (c,) = run(newest, {"driver": "630.10.01"}, rule="driver_lifecycle")
+    assert c["status"] == "ok" and "630 (NFB) is the newest branch" in c["message"]
+    # A branch with neither lifecycle nor end of life (an old one only Table 3 knows): no finding.
+    assert run(matrix, {"driver": "545.23.06"}, rule="driver_lifecycle") == []
+
+
+def test_r620_ships_only_the_open_modules(matrix):
+    (c,) = run(matrix, {"driver": "620.70.06", "driver_flavor": "proprietary"}, rule="driver_flavor")
+    assert c["status"] == "violation" and 'driver_flavor (or nvidia_driver_flavor) to "open"' in c["message"]
+    assert "branch-620" in c["source"] and "Proprietary Kernel Modules" in c["source"]
+    assert run(matrix, {"driver": "620.70.06", "driver_flavor": "open"}, rule="driver_flavor") == []
+    assert run(matrix, {"driver": "580.159.03", "driver_flavor": "proprietary"}, rule="driver_flavor") == []
+    (c,) = run(matrix, {"driver": "620.70.06"}, rule="driver_lifecycle")
+    assert c["status"] == "ok" and "620 (LTSB) is supported until 2029-09" in c["message"]
