@@ -17,7 +17,13 @@ import os
 import yaml
 from ansible.errors import AnsibleActionFail, AnsibleError, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.stack.plugins.action.stack_assert import EXTRA_VAR, matrix_data, read_yaml
+from ansible_collections.gpufleet.stack.plugins.action.stack_assert import (
+    AGE_VAR,
+    EXTRA_VAR,
+    matrix_data,
+    max_age_days,
+    read_yaml,
+)
 from ansible_collections.gpufleet.stack.plugins.module_utils import _inventory as inv
 from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
 from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
@@ -82,12 +88,12 @@ def host_values(templar, hostvars, host, prefixes, later, *, skip=frozenset()):
 
 
 def matrix_problems(groups):
-    """(problems by host, warnings): each distinct (stack, extra rows, strict) checked once."""
+    """(problems by host, warnings): each distinct (stack, extra rows, strict, max age) checked once."""
     problems, warnings = {}, []
     if not groups:
         return problems, warnings  # facts.yml, rollback: no stack to check, no matrix to read
     data = matrix_data()
-    for (stack, extra, strict), hosts in groups.values():
+    for (stack, extra, strict, max_age), hosts in groups.values():
         try:
             matrix = mx.build(data, extra)
         except mx.MatrixError as err:
@@ -95,7 +101,7 @@ def matrix_problems(groups):
                 problems.setdefault(host, []).append(f"{EXTRA_VAR}: {err}")
             continue
         try:
-            checks = rules.evaluate(matrix, si.from_versions(stack))
+            checks = rules.evaluate(matrix, si.from_versions(stack), max_age=max_age_days(None, max_age))
         except si.InputError as err:
             for host in hosts:
                 problems.setdefault(host, []).append(f"gpufleet_stack: {err}")
@@ -147,7 +153,8 @@ class ActionModule(ActionBase):
             # A host with problems (a malformed gpufleet_stack_strict among them) is not matched against the matrix.
             if not problems[host] and "gpufleet_stack" in values and inv.needs_stack(schema, values, args["playbook"]):
                 strict = sc.is_true(values.get("gpufleet_stack_strict", False))
-                stacks[host] = (values["gpufleet_stack"], values.get(EXTRA_VAR) or [], strict)
+                age = values.get(AGE_VAR)
+                stacks[host] = (values["gpufleet_stack"], values.get(EXTRA_VAR) or [], strict, age)
         groups = inv.distinct(stacks)
         found, warnings = matrix_problems(groups)
         for host, more in found.items():

@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules
 
 MATRIX_FILE = os.path.join(os.path.dirname(__file__), "..", "..", "data", "compat_matrix.yml")
 EXTRA_VAR = "gpufleet_compat_matrix_extra"
+AGE_VAR = "gpufleet_compat_matrix_max_age"
 
 ARGUMENT_SPEC = {
     "versions": {"type": "dict"},
@@ -27,6 +28,7 @@ ARGUMENT_SPEC = {
     "expect": {"type": "dict"},
     "strict": {"type": "bool", "default": False},
     "matrix_extra": {"type": "list", "elements": "dict"},
+    "matrix_max_age": {"type": "raw"},  # checked by max_age_days: ASCII digits only, 1-3650
     "python_envs": {"type": "list", "elements": "path", "default": []},
     "gpus": {"type": "list", "elements": "raw"},
 }
@@ -66,6 +68,17 @@ def load_matrix(extra, path=MATRIX_FILE):
         raise AnsibleActionFail(f"matrix_extra ({EXTRA_VAR}): {err}") from err
 
 
+def max_age_days(given, inventory):
+    """The days after the matrix's as_of before verdicts warn (matrix_max_age, else the inventory's
+    gpufleet_compat_matrix_max_age, else 180); the inventory schema checks the variable before any host."""
+    value = given if given is not None else inventory
+    if value in (None, ""):
+        return rules.MAX_AGE_DAYS
+    if isinstance(value, bool) or not str(value).isascii() or not str(value).isdigit() or not 1 <= int(value) <= 3650:
+        raise AnsibleActionFail(f"{AGE_VAR} (matrix_max_age) is {value!r}: give whole days from 1 to 3650, e.g. 180")
+    return int(value)
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(ARGUMENT_SPEC)
@@ -80,6 +93,7 @@ class ActionModule(ActionBase):
         if extra is None:
             extra = self._templar.template(task_vars.get(EXTRA_VAR)) or []
         matrix = load_matrix(extra)
+        max_age = max_age_days(args["matrix_max_age"], self._templar.template(task_vars.get(AGE_VAR)))
         try:
             si.check_expect(args["expect"])
             if args["versions"] is not None:
@@ -101,10 +115,12 @@ class ActionModule(ActionBase):
                 stack["gpus"] = si.gpus(args["gpus"])
         except si.InputError as err:
             raise AnsibleActionFail(str(err)) from err
-        checks = rules.evaluate(matrix, stack, args["expect"])
+        checks = rules.evaluate(matrix, stack, args["expect"], max_age=max_age)
         what = "the given versions (versions:)" if stack["origin"] == "versions" else "the stack installed on the host"
         compatible, message = rules.verdict(checks, strict=args["strict"], what=what)
-        result.update(changed=False, compatible=compatible, checks=checks, evaluated=stack)
+        result.update(
+            changed=False, compatible=compatible, checks=checks, evaluated=stack, matrix_as_of=matrix["as_of"]
+        )
         # Printed without -v, once per distinct text however many hosts share it (a branch past its end of life, a
         # toolkit with a published CVE ...).
         warned = [f"[{c['rule']}] {c['message']}" for c in checks if c["status"] == "warning"]

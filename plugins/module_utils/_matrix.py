@@ -38,7 +38,7 @@ class MatrixError(ValueError):
 
 
 def build(data, extra=None):
-    """Merged, validated rows: {"rows": [...], "by_kind": {kind: [row]}}.
+    """Merged, validated rows: {"rows": [...], "by_kind": {kind: [row]}, "as_of": the shipped data's date or None}.
 
     `extra` rows (from the inventory) replace a shipped row with the same id, or are added.
     Each row comes back with `source` as text ("title, url") and `read` (the date the source was read).
@@ -55,7 +55,10 @@ def build(data, extra=None):
     by_kind = {}
     for row in rows.values():
         by_kind.setdefault(row["kind"], []).append(row)
-    return {"rows": list(rows.values()), "by_kind": by_kind}
+    as_of = str(data["as_of"]) if data.get("as_of") else None
+    if as_of and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
+        raise MatrixError(f"the matrix's as_of {as_of!r}: write the date it was brought up to date as YYYY-MM-DD")
+    return {"rows": list(rows.values()), "by_kind": by_kind, "as_of": as_of}
 
 
 def _check(row, origin):

@@ -9,10 +9,15 @@ has no row for it).
 
 from __future__ import annotations
 
+import datetime
+
 from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
 from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
 
 OK, WARNING, VIOLATION, UNKNOWN = "ok", "warning", "violation", "unknown"
+# Days after the matrix's as_of before every verdict warns that its knowledge may be out of date: NVIDIA's driver
+# bulletins come about every three months, new branches and framework releases as often.
+MAX_AGE_DAYS = 180
 
 
 def check(rule, status, message, source=None):
@@ -410,5 +415,26 @@ def rule_container_toolkit(matrix, stack):
             f"nvidia-container-toolkit {version} has {listed}: upgrade it to {floor} or newer "
             "(gpufleet_stack.container_toolkit)",
             "; ".join(mx.cite(r) for r in hits),
+        )
+    ]
+
+
+def rule_matrix_age(matrix, today, max_age=MAX_AGE_DAYS):
+    """A warning on every verdict once the matrix is more than max_age days older than today: the branches,
+    bulletins and releases published since are unknown to it. Nothing while it is current, or without an as_of."""
+    as_of = matrix.get("as_of")
+    if not as_of:
+        return []
+    age = (datetime.date.fromisoformat(today) - datetime.date.fromisoformat(as_of)).days
+    if age <= max_age:
+        return []
+    return [
+        check(
+            "matrix_age",
+            WARNING,
+            f"the compatibility matrix is as of {as_of}, {age} days before today (more than {max_age}): driver "
+            "branches, security bulletins and releases since then are unknown to it, so an ok may be out of date; "
+            "update the gpufleet.stack collection, or add rows with gpufleet_compat_matrix_extra "
+            "(gpufleet_compat_matrix_max_age sets the days)",
         )
     ]

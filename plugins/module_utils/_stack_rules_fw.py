@@ -14,6 +14,8 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_gpu as gpu
 from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
 
+MAX_AGE_DAYS = r.MAX_AGE_DAYS  # evaluate's default: days after the matrix's as_of before every verdict warns
+
 
 def framework_cuda(matrix, fw):
     """(cuda, how) of a framework build: given, from its +cuXYZ tag, or the variant plain pip install gets."""
@@ -277,11 +279,13 @@ def rule_driver_loaded(stack):
     return out
 
 
-def evaluate(matrix, stack, expect=None, today=None):
-    """Every check, in a stable order; `today` (ISO date, default the clock) decides a driver branch's end of life."""
+def evaluate(matrix, stack, expect=None, today=None, max_age=MAX_AGE_DAYS):
+    """Every check, in a stable order; `today` (ISO date, default the clock) decides a driver branch's end of life
+    and whether the matrix is older than max_age days."""
     today = today or datetime.date.today().isoformat()
     return (
-        r.rule_driver_cuda(matrix, stack)
+        r.rule_matrix_age(matrix, today, max_age)
+        + r.rule_driver_cuda(matrix, stack)
         + r.rule_driver_branch(matrix, stack)
         + r.rule_driver_lifecycle(matrix, stack, today)
         + r.rule_driver_flavor(matrix, stack)

@@ -72,6 +72,12 @@ options:
       - Defaults to the inventory variable C(gpufleet_compat_matrix_extra).
     type: list
     elements: dict
+  matrix_max_age:
+    description:
+      - Days after the matrix's C(as_of) date before every verdict carries a C(matrix_age) warning (what NVIDIA and
+        the frameworks published since is unknown to it), 1 to 3650.
+      - Defaults to the inventory variable C(gpufleet_compat_matrix_max_age), else 180.
+    type: raw
   python_envs:
     description:
       - Passed to M(gpufleet.stack.stack_facts) when detecting on the host.
@@ -124,6 +130,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+matrix_as_of:
+  description: The date the shipped matrix was last brought up to date (its C(as_of)).
+  returned: always
+  type: str
 compatible:
   description: False when any check is a violation (or, with O(strict), unknown).
   returned: always
@@ -138,7 +148,7 @@ checks:
       description: >-
         Rule name, e.g. C(driver_cuda), C(cudnn_cuda), C(framework_driver), C(fabricmanager_driver), C(gpu_driver),
         C(gpu_cuda), C(gpu_wheel), C(gpu_flavor), C(driver_lifecycle), C(driver_flavor), C(driver_security),
-        C(container_toolkit_cve).
+        C(container_toolkit_cve), C(matrix_age).
       type: str
     status:
       description: C(ok), C(warning) (runs with limits, e.g. minor-version compatibility), C(violation), C(unknown).

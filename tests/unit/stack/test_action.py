@@ -89,3 +89,14 @@ def test_pins_the_host_does_not_meet_fail_with_every_difference(tmp_path, ansibl
 def test_bad_pin_is_named_before_detection(tmp_path, ansible_env):
     rc, out, _err = play(tmp_path, ansible_env, {"expect": {"driver": "~570"}})
     assert rc != 0 and "expect.driver '~570'" in out, out
+
+
+def test_the_matrix_says_its_date_and_a_bad_max_age_is_named(tmp_path, ansible_env):
+    rc, out, result = play(tmp_path, ansible_env, {"versions": {"driver": "580.159.03"}, "matrix_max_age": 180})
+    shipped = yaml.safe_load((ROOT / "data" / "compat_matrix.yml").read_text())["as_of"]
+    assert rc == 0 and result["matrix_as_of"] == shipped, out
+    # Arabic-Indic digits int() would read as 180, a bool, zero and ten years and a day: each named with the fix.
+    for bad in ["\u0661\u0668\u0660", True, 0, 3651]:
+        rc, out, _result = play(tmp_path, ansible_env, {"versions": {"driver": "580.159.03"}, "matrix_max_age": bad})
+        assert rc != 0 and "gpufleet_compat_matrix_max_age (matrix_max_age) is" in out, out
+        assert "give whole days from 1 to 3650" in out

@@ -25,6 +25,16 @@ def test_every_row_has_a_source_and_read_date(shipped):
         assert "2026-12-01" <= row["read"] <= datetime.date.today().isoformat(), row["id"]
 
 
+def test_the_matrix_says_its_date_and_no_row_is_newer(shipped):
+    """as_of is the day the matrix was brought up to date: whoever adds a row read later moves it."""
+    matrix = mx.build(shipped)
+    assert matrix["as_of"] == shipped["as_of"] <= datetime.date.today().isoformat()
+    assert max(row["read"] for row in matrix["rows"]) <= matrix["as_of"]
+    with pytest.raises(mx.MatrixError, match="as_of 'December 2026': write the date"):
+        mx.build(dict(shipped, as_of="December 2026"))
+    assert mx.build({"rows": []})["as_of"] is None
+
+
 def test_every_rule_kind_is_covered(shipped):
     kinds = set(mx.build(shipped)["by_kind"])
     assert kinds == set(mx.REQUIRED)

@@ -1,5 +1,6 @@
 """Every rule's verdicts (ok, warning, violation, unknown) on real version combinations from the sources."""
 
+import datetime
 import re
 from pathlib import Path
 
@@ -401,3 +402,19 @@ def test_r620_ships_only_the_open_modules(matrix):
     assert run(matrix, {"driver": "580.159.03", "driver_flavor": "proprietary"}, rule="driver_flavor") == []
     (c,) = run(matrix, {"driver": "620.70.06"}, rule="driver_lifecycle")
     assert c["status"] == "ok" and "620 (LTSB) is supported until 2029-09" in c["message"]
+
+
+def test_a_matrix_older_than_its_max_age_warns_on_every_verdict(matrix):
+    as_of = matrix["as_of"]
+    day = datetime.date.fromisoformat(as_of)
+    stack = si.from_versions({"driver": "580.159.03"})
+    in_time = (day + datetime.timedelta(days=180)).isoformat()
+    assert [c for c in rules.evaluate(matrix, stack, today=in_time) if c["rule"] == "matrix_age"] == []
+    late = (day + datetime.timedelta(days=181)).isoformat()
+    (c,) = [c for c in rules.evaluate(matrix, stack, today=late) if c["rule"] == "matrix_age"]
+    assert c["status"] == "warning" and f"as of {as_of}, 181 days before today (more than 180)" in c["message"]
+    assert "gpufleet_compat_matrix_max_age" in c["message"]
+    # The site's own limit; the verdict itself stays compatible (a warning).
+    (c,) = [c for c in rules.evaluate(matrix, stack, today=in_time, max_age=30) if c["rule"] == "matrix_age"]
+    assert rules.verdict([c]) == (True, None)
+    assert [c for c in rules.evaluate(dict(matrix, as_of=None), stack, today=late) if c["rule"] == "matrix_age"] == []
