@@ -130,3 +130,122 @@ def test_arch_flags_come_from_one_member_of_the_wheel(monkeypatch):
     monkeypatch.setattr(mr.urllib.request, "urlopen", urlopen)
     assert mr.wheel_arch_flags("9.9.0") == "sm_75 sm_80 sm_90 sm_100 compute_100"
     assert len(asked) == 4  # end of the zip, its directory, the member's header, the member
+
+
+# --- NVIDIA's security bulletins (CSAF 2.0, tests/fixtures/security/, pruned from NVIDIA/product-security) --------
+SECURITY = ROOT / "tests" / "fixtures" / "security"
+
+
+def test_the_bulletin_rows_are_what_the_recorded_csaf_files_say():
+    mr = tool()
+    assert mr.security_differences(SECURITY) == []
+    may_2026 = mr.bulletin_facts(json.loads((SECURITY / "5821.json").read_text()))
+    assert may_2026["driver"] == {
+        "fixed_in": {"595": "595.71.05", "580": "580.159.03", "535": "535.309.01"},
+        "cvss": 8.8,
+        "cves": may_2026["driver"]["cves"],
+    }
+    assert "CVE-2026-24187" in may_2026["driver"]["cves"] and may_2026["date"] == "2026-05-19"
+    june_2026 = mr.bulletin_facts(json.loads((SECURITY / "5850.json").read_text()))
+    assert (june_2026["driver"], june_2026["toolkit"]) == (None, {"CVE-2026-24260": "1.19.1"})
+
+
+def test_a_bulletin_that_drifted_or_is_missing_is_named(tmp_path):
+    mr = tool()
+    for f in SECURITY.iterdir():
+        (tmp_path / f.name).write_text(f.read_text())
+    doc = json.loads((SECURITY / "5821.json").read_text())
+    for branch in doc["product_tree"]["branches"]:
+        for node in branch["branches"]:
+            if node["product"]["name"] == "580.159.03":
+                node["product"]["name"] = "580.159.04"  # a revised bulletin
+    (tmp_path / "5821.json").write_text(json.dumps(doc))
+    new = copy.deepcopy(doc)
+    new["document"]["tracking"].update(id="5999", initial_release_date="2026-11-20T00:00:00Z")
+    new["document"]["title"] = "Security Bulletin: GPU Display Driver - November 2026"
+    (tmp_path / "5999.json").write_text(json.dumps(new))
+    toolkit = json.loads((SECURITY / "5850.json").read_text())
+    for branch in toolkit["product_tree"]["branches"]:
+        for node in branch["branches"]:
+            node["product"]["name"] = node["product"]["name"].replace("1.19.1", "1.19.2")
+    (tmp_path / "5850.json").write_text(json.dumps(toolkit))
+    meta = json.loads((SECURITY / "index.json").read_text())
+    (tmp_path / "index.json").write_text(json.dumps(dict(meta, bulletins=[*meta["bulletins"], "5999"])))
+    found = mr.security_differences(tmp_path)
+    assert found[0].startswith("driver_cve driver-bulletin-5821: fixed_in {'595': '595.71.05', '580': '580.159.03'")
+    assert "the bulletin says {'595': '595.71.05', '580': '580.159.04', '535': '535.309.01'}" in found[0]
+    assert found[1] == "toolkit_cve ctk-cve-2026-24260: CVE-2026-24260 fixed in 1.19.1, the bulletin says 1.19.2"
+    assert found[2] == (
+        "bulletin 5999 (Security Bulletin: GPU Display Driver - November 2026, 2026-11-20) fixes the data-center "
+        "driver: no driver_cve row"
+    )
+
+
+def test_pruning_keeps_what_is_read_and_drops_the_rest():
+    """A CSAF file in NVIDIA's shape with Windows, GeForce and vGPU rows beside the Linux data-center ones: the pruned
+    file says the same for the matrix, without the rest."""
+    mr = tool()
+
+    def version(arch, line, name, pid):
+        return {
+            "category": "architecture",
+            "name": arch,
+            "branches": [{"category": "product_version", "name": line, "product": {"name": name, "product_id": pid}}],
+        }
+
+    full = {
+        "document": {
+            "title": "Security Bulletin: GPU Display Driver - May 2026",
+            "category": "csaf_security_advisory",
+            "tracking": {
+                "id": "5821",
+                "initial_release_date": "2026-05-19T00:00:00Z",
+                "version": "3.0.0",
+                "revision_history": [{"number": "1.0.0"}],
+            },
+        },
+        "product_tree": {
+            "branches": [
+                {
+                    "category": "vendor",
+                    "name": "NVIDIA",
+                    "branches": [
+                        version("Linux(R580)", "Tesla", "580.159.03", "linuxr580_tesla_580_159_03"),
+                        version("Windows(R580)", "Tesla", "582.41", "windowsr580_tesla_582_41"),
+                        version("Linux(R580)", "GeForce", "580.159.03", "linuxr580_geforce_580_159_03"),
+                        version(
+                            "Linux(R580 vGPU 19)", "Guest driver", "580.159.03(vGPU 19.5)", "linuxr580vgpu19_guest"
+                        ),
+                    ],
+                }
+            ]
+        },
+        "vulnerabilities": [
+            {
+                "cve": "CVE-2026-24187",
+                "cwe": {"id": "CWE-416"},
+                "notes": [{"text": "..."}],
+                "product_status": {"fixed": ["linuxr580_tesla_580_159_03", "windowsr580_tesla_582_41"]},
+                "scores": [
+                    {
+                        "cvss_v3": {"baseScore": 8.8, "vectorString": "CVSS:3.1/AV:L"},
+                        "products": ["linuxr580_tesla_580_159_03"],
+                    }
+                ],
+            },
+            {
+                "cve": "CVE-2026-24191",
+                "product_status": {"fixed": ["windowsr580_tesla_582_41"]},
+                "scores": [{"cvss_v3": {"baseScore": 9.1}, "products": ["windowsr580_tesla_582_41"]}],
+            },
+        ],
+    }
+    pruned = mr.prune_csaf(full)
+    assert mr.bulletin_facts(pruned) == mr.bulletin_facts(full)
+    assert mr.bulletin_facts(full)["driver"] == {
+        "fixed_in": {"580": "580.159.03"},
+        "cvss": 8.8,
+        "cves": ["CVE-2026-24187"],
+    }
+    assert list(mr.csaf_products(pruned).values()) == [("Linux(R580)", "Tesla", "580.159.03")]
+    assert [v["cve"] for v in pruned["vulnerabilities"]] == ["CVE-2026-24187"]  # the Windows-only one is dropped
