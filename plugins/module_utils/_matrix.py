@@ -26,6 +26,8 @@ REQUIRED = {
     "wheel_archs": ("name", "version", "variant", "archs"),
     "toolkit_cve": ("cve", "affected", "fixed", "what"),
     "driver_cve": ("bulletin", "date", "cve", "cvss", "fixed_in", "what"),
+    "gpu_release": ("match", "since"),
+    "lib_archs": ("name", "version", "cc"),
 }
 PINS = ("cuda", "min_driver", "branch", "max_cuda", "cudnn", "nccl", "version", "horovod", "works", "breaks", "cc")
 PINS += ("min_branch", "last_branch", "cuda_min", "cuda_max", "affected", "fixed")
@@ -95,22 +97,28 @@ def _check_kind(row, kind, origin):
     if kind in ("gpu_arch", "branch") and not set(row.get("flavors") or FLAVORS) <= set(FLAVORS):
         raise MatrixError(f"{origin} row {row['id']}: flavors {row['flavors']!r}: each one of {', '.join(FLAVORS)}")
     if kind == "driver_cve":
-        _check_fixed_in(row, origin)
+        _check_by_branch(row, "fixed_in", origin)
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(row["date"])):
+            raise MatrixError(
+                f"{origin} row {row['id']}: date {row['date']!r}: write the bulletin's date as YYYY-MM-DD"
+            )
+    if kind == "gpu_release":
+        _check_by_branch(row, "since", origin)
+    if kind == "lib_archs" and row["name"] not in ("cudnn", "nccl"):
+        raise MatrixError(f"{origin} row {row['id']}: name {row['name']!r}: cudnn or nccl")
 
 
-def _check_fixed_in(row, origin):
-    """A driver_cve row's fixed_in: {branch: the first fixed version of that branch}, each version in its branch."""
-    fixed = row["fixed_in"]
-    if not isinstance(fixed, dict):
-        raise MatrixError(f"{origin} row {row['id']}: fixed_in must map each branch to its first fixed version")
-    for branch, version in fixed.items():
+def _check_by_branch(row, field, origin):
+    """A field mapping each driver branch to a version of it (a bulletin's fixed_in, a GPU's since)."""
+    value = row[field]
+    if not isinstance(value, dict):
+        raise MatrixError(f"{origin} row {row['id']}: {field} must map each branch to a version of it")
+    for branch, version in value.items():
         if not re.fullmatch(r"\d{3}", str(branch)) or str(v.major(str(version))) != str(branch):
             raise MatrixError(
-                f"{origin} row {row['id']}: fixed_in {branch!r}: {version!r}: write the branch and a version of it, "
+                f"{origin} row {row['id']}: {field} {branch!r}: {version!r}: write the branch and a version of it, "
                 'e.g. "580": "580.159.03"'
             )
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(row["date"])):
-        raise MatrixError(f"{origin} row {row['id']}: date {row['date']!r}: write the bulletin's date as YYYY-MM-DD")
 
 
 def _resolve(row, sources, default_read, origin):
@@ -163,6 +171,22 @@ def gpu_model_cc(matrix, name):
     """The compute capability of a product name ("NVIDIA H100 80GB HBM3" -> "9.0") from the gpu_model rows, or None."""
     row = next((r for r in rows(matrix, "gpu_model") if re.search(str(r["match"]), name or "", re.I)), None)
     return (str(row["cc"]), row) if row else (None, None)
+
+
+def gpu_release_row(matrix, name):
+    """The gpu_release row whose `match` finds the product name (case-insensitive), or None."""
+    for row in rows(matrix, "gpu_release"):
+        if name and re.search(str(row["match"]), name, re.I):
+            return row
+    return None
+
+
+def lib_archs_row(matrix, name, version):
+    """The lib_archs row of a library (cudnn, nccl) whose `version` range holds version, or None."""
+    for row in rows(matrix, "lib_archs"):
+        if row["name"] == name and v.matches(row["version"], version):
+            return row
+    return None
 
 
 def gpu_arch_row(matrix, cc, name=None):

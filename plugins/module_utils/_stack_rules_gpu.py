@@ -90,8 +90,55 @@ def rule_gpu(matrix, stack, framework_cuda):
                 )
             )
             continue
-        target = {"label": _label(gpu, cc, arch), "cc": cc, "arch": arch}
-        out += _driver(stack, target) + _toolkits(matrix, builds, target) + _flavor(stack, target)
+        target = {"label": _label(gpu, cc, arch), "cc": cc, "arch": arch, "name": gpu["name"]}
+        out += _driver(stack, target) + _release(matrix, stack, target) + _toolkits(matrix, builds, target)
+        out += _flavor(stack, target) + _libraries(matrix, stack, target)
+    return out
+
+
+def _release(matrix, stack, target):
+    """A GPU that arrived after its architecture, against the releases whose open kernel modules list it (gpu_release
+    rows: per branch, the first release from which every later one of the branch lists its PCI id; a branch newer
+    than all of them lists it from its first). The list is the open modules': not judged for the proprietary ones."""
+    driver, row = stack.get("driver"), mx.gpu_release_row(matrix, target["name"])
+    if not driver or row is None or stack.get("driver_flavor") == "proprietary":
+        return []
+    since = {int(b): str(x) for b, x in row["since"].items()}
+    branch, label = _branch(driver), target["label"]
+    bare = len(v.parse(driver) or ()) == 1  # "580": the branch's newest release
+    if branch > max(since) or (branch in since and (bare or v.compare(driver, since[branch]) >= 0)):
+        return [r.check("gpu_release", r.OK, f"driver {driver}'s open kernel modules list {label}", mx.cite(row))]
+    later = ", ".join(f"{x} (branch {b})" for b, x in sorted(since.items()) if b > branch)
+    newer = f"; or a branch that lists it: {later}" if later else ""
+    fix = f"upgrade to {since[branch]} or newer{newer}" if branch in since else f"use {later or 'a newer branch'}"
+    return [
+        r.check(
+            "gpu_release",
+            r.WARNING,
+            f"driver {driver}'s open kernel modules do not list {label} among the GPUs they support "
+            f"(NVIDIA/open-gpu-kernel-modules at that release): {fix}",
+            mx.cite(row),
+        )
+    ]
+
+
+def _libraries(matrix, stack, target):
+    """cuDNN and NCCL against the compute capabilities their builds carry kernels for (lib_archs rows): cuDNN 9.11 on
+    has none before Turing, NCCL 2.28.3 on none for Maxwell."""
+    out, label, cc = [], target["label"], target["cc"]
+    for name, title in (("cudnn", "cuDNN"), ("nccl", "NCCL")):
+        version = stack.get(name)
+        row = mx.lib_archs_row(matrix, name, version) if version else None
+        if row is None:
+            continue
+        if v.matches(row["cc"], cc):
+            out.append(r.check(f"gpu_{name}", r.OK, f"{title} {version} carries kernels for {label}", mx.cite(row)))
+            continue
+        older = [o["version"] for o in mx.rows(matrix, "lib_archs") if o["name"] == name and v.matches(o["cc"], cc)]
+        fix = f"use a {title} of {' or '.join(older)}" if older else f"no {title} in the matrix carries them"
+        msg = f"{title} {version} carries no kernels for {label}: its builds are for compute capability {row['cc']}"
+        msg += f"; {fix}"
+        out.append(r.check(f"gpu_{name}", r.VIOLATION, msg, mx.cite(row)))
     return out
 
 

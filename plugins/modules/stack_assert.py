@@ -148,7 +148,7 @@ checks:
       description: >-
         Rule name, e.g. C(driver_cuda), C(cudnn_cuda), C(framework_driver), C(fabricmanager_driver), C(gpu_driver),
         C(gpu_cuda), C(gpu_wheel), C(gpu_flavor), C(driver_lifecycle), C(driver_flavor), C(driver_security),
-        C(container_toolkit_cve), C(matrix_age).
+        C(container_toolkit_cve), C(matrix_age), C(gpu_release), C(gpu_cudnn), C(gpu_nccl).
       type: str
     status:
       description: C(ok), C(warning) (runs with limits, e.g. minor-version compatibility), C(violation), C(unknown).

@@ -30,6 +30,13 @@ def gpu_checks(matrix, versions, gpus=None):
     }
 
 
+def gpu_rows(matrix, versions):
+    """The checks (dicts, with their sources) of the GPU rules for versions."""
+    return [
+        c for c in rules.evaluate(matrix, si.from_versions(versions), today="2026-12-02") if c["rule"].startswith("gpu")
+    ]
+
+
 def violations(matrix, versions, gpus=None):
     return sorted((rule, msg) for rule, status, msg in gpu_checks(matrix, versions, gpus) if status == "violation")
 
@@ -76,7 +83,7 @@ def test_a_current_stack_on_hopper_is_clean(matrix):
                 "gpu": "NVIDIA H100 80GB HBM3"}  # fmt: skip
     checks = gpu_checks(matrix, versions)
     assert {status for _r, status, _m in checks} == {"ok"}
-    assert {rule for rule, _s, _m in checks} == {"gpu_driver", "gpu_cuda", "gpu_wheel", "gpu_flavor"}
+    assert {rule for rule, _s, _m in checks} == {"gpu_driver", "gpu_release", "gpu_cuda", "gpu_wheel", "gpu_flavor"}
 
 
 def test_a_driver_too_old_for_blackwell(matrix):
@@ -181,3 +188,73 @@ def test_bad_gpu_input_names_the_variable():
         si.from_versions({"gpu": [{"name": ""}]})
     with pytest.raises(si.InputError, match=r"versions\.driver_flavor 'closed' is not one of open, proprietary"):
         si.from_versions({"driver_flavor": "closed"})
+
+
+@pytest.mark.parametrize(
+    ("driver", "gpu", "status", "words"),
+    [
+        # The 550 releases most fleets ran for CUDA 12.4 do not list the H200: from 550.90.07 on they do.
+        ("550.54.15", "NVIDIA H200", "warning", "upgrade to 550.90.07 or newer; or a branch that lists it: 555.42.06"),
+        ("550.90.07", "NVIDIA H200", "ok", "550.90.07's open kernel modules list NVIDIA H200"),
+        ("570.133.20", "NVIDIA H200", "ok", "list NVIDIA H200"),  # a branch newer than every listed one
+        ("580", "NVIDIA H200", "ok", "list NVIDIA H200"),  # a branch alone: its newest release
+        ("545.29.06", "NVIDIA H20", "warning", "use 550.40.53 (branch 550)"),  # no 545 release lists it
+        ("535.154.05", "NVIDIA H20", "warning", "upgrade to 535.161.07 or newer"),
+        ("570.133.20", "NVIDIA B300 SXM6 AC", "warning", "use 580.95.05 (branch 580)"),
+        ("580.159.03", "NVIDIA B300 SXM6 AC", "ok", "list NVIDIA B300 SXM6 AC"),
+        ("570.124.06", "NVIDIA GB200", "ok", "list NVIDIA GB200"),  # 570.124.06 is after 570.123.01
+        ("570.86.15", "NVIDIA GB200", "warning", "upgrade to 570.123.01 or newer"),
+        ("535.104.05", "NVIDIA L40S", "ok", "list NVIDIA L40S"),
+    ],
+)
+def test_gpus_that_arrived_after_their_architecture(matrix, driver, gpu, status, words):
+    (c,) = [x for x in gpu_rows(matrix, {"driver": driver, "gpu": gpu}) if x["rule"] == "gpu_release"]
+    assert c["status"] == status and words in c["message"], c
+    assert "open-gpu-kernel-modules" in c["source"]
+
+
+def test_the_release_list_is_the_open_modules_and_names_match_exactly(matrix):
+    # The proprietary modules' support is not what the list says: not judged.
+    assert [x for x in gpu_rows(matrix, {"driver": "570.133.20", "driver_flavor": "proprietary", "gpu": "Tesla T4"})
+            if x["rule"] == "gpu_release"] == []  # fmt: skip
+    # "NVIDIA H200" must not catch the GH200 or the H200 NVL, which have rows of their own.
+    (c,) = [
+        x for x in gpu_rows(matrix, {"driver": "550.90.07", "gpu": "NVIDIA H200 NVL"}) if x["rule"] == "gpu_release"
+    ]
+    assert c["status"] == "warning" and "use 565.57.01 (branch 565)" in c["message"]
+    (c,) = [
+        x for x in gpu_rows(matrix, {"driver": "550.90.07", "gpu": "NVIDIA GH200 480GB"}) if x["rule"] == "gpu_release"
+    ]
+    assert c["status"] == "ok" and "gpu-release-gh200:" in c["source"]
+
+
+@pytest.mark.parametrize(
+    ("versions", "rule", "status", "words"),
+    [
+        # cuDNN 9.11 dropped Maxwell, Pascal and Volta: a V100 fleet that upgrades cuDNN loses its kernels.
+        (
+            {"cudnn": "9.13.0", "gpu": "Tesla V100-SXM2-32GB"},
+            "gpu_cudnn",
+            "violation",
+            "cuDNN 9.13.0 carries no kernels for Tesla V100-SXM2-32GB (Volta, compute capability 7.0, sm_70): its "
+            "builds are for compute capability >=7.5; use a cuDNN of >=9.0,<9.11",
+        ),
+        ({"cudnn": "9.10.2", "gpu": "Tesla V100-SXM2-32GB"}, "gpu_cudnn", "ok", "carries kernels for Tesla V100"),
+        ({"cudnn": "9.13.0", "gpu": "Tesla T4"}, "gpu_cudnn", "ok", "carries kernels for Tesla T4"),
+        ({"cudnn": "9.8.0", "gpu": "Tesla P100-PCIE-16GB"}, "gpu_cudnn", "ok", "cuDNN 9.8.0 carries kernels"),
+        # NCCL 2.28.3 removed Maxwell's code from its CUDA 12 builds; Pascal and Volta are still in.
+        (
+            {"nccl": "2.28.3", "gpu": "Tesla M10"},
+            "gpu_nccl",
+            "violation",
+            "NCCL 2.28.3 carries no kernels for Tesla M10",
+        ),
+        ({"nccl": "2.30.7", "gpu": "Tesla V100-SXM2-32GB"}, "gpu_nccl", "ok", "NCCL 2.30.7 carries kernels"),
+    ],
+)
+def test_libraries_carry_kernels_for_the_gpu(matrix, versions, rule, status, words):
+    (c,) = [x for x in gpu_rows(matrix, dict(versions, driver="580.159.03")) if x["rule"] == rule]
+    assert c["status"] == status and words in c["message"], c
+    # A cuDNN 8 (no lib_archs row): not judged.
+    assert [x for x in gpu_rows(matrix, {"driver": "580.159.03", "cudnn": "8.9.7", "gpu": "Tesla M10"})
+            if x["rule"] == "gpu_cudnn"] == []  # fmt: skip
