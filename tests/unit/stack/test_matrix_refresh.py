@@ -249,3 +249,40 @@ def test_pruning_keeps_what_is_read_and_drops_the_rest():
     }
     assert list(mr.csaf_products(pruned).values()) == [("Linux(R580)", "Tesla", "580.159.03")]
     assert [v["cve"] for v in pruned["vulnerabilities"]] == ["CVE-2026-24187"]  # the Windows-only one is dropped
+
+
+# --- GPUs per release (tests/fixtures/gpus/open-gpu-modules.json, from NVIDIA/open-gpu-kernel-modules' tags) -------
+GPUS = json.loads((ROOT / "tests" / "fixtures" / "gpus" / "open-gpu-modules.json").read_text())
+
+
+def test_the_gpu_release_rows_are_what_the_recorded_readmes_give():
+    mr = tool()
+    assert mr.gpu_differences(GPUS) == []
+    assert GPUS["tags"][0] == "515.48.07" and len(GPUS["tags"]) >= 190
+    # The H200 (2335): in 550.40.65 (a side series) but not in 550.54.14-550.78; in every 550 from 550.90.07.
+    assert "550.40.65" in GPUS["listed"]["2335"] and "550.54.15" not in GPUS["listed"]["2335"]
+
+
+def test_since_is_the_first_release_after_which_a_branch_always_lists_the_gpu():
+    mr = tool()
+    tags = ["550.40.07", "550.40.65", "550.54.15", "550.90.07", "550.100", "555.42.02", "555.42.06", "560.28.03"]
+    # Listed by a side series, then missing, then for good; 555's first release lacks it; 560 has it from its first.
+    listing = ["550.40.65", "550.90.07", "550.100", "555.42.06", "560.28.03"]
+    assert mr.since_from(tags, listing) == {"550": "550.90.07", "555": "555.42.06"}
+    # Listed from the first release of its first branch on: that branch alone.
+    assert mr.since_from(tags, tags) == {"550": "550.40.07"}
+    # A branch that never lists it (545 between) is left out, so the rule reads it as "not listed".
+    assert mr.since_from(["535.1", "535.2", "545.1", "550.1"], ["535.2", "550.1"]) == {"535": "535.2"}
+    assert mr.since_from(tags, []) == {}
+
+
+def test_a_gpu_row_that_drifted_is_named_and_the_table_is_read():
+    mr = tool()
+    changed = copy.deepcopy(GPUS)
+    changed["listed"]["2335"] = [t for t in changed["listed"]["2335"] if t != "550.90.07"]
+    (line,) = mr.gpu_differences(changed)
+    assert line.startswith("gpu_release gpu-release-h200: since {'550': '550.90.07', '555': '555.42.06'}, the README")
+    readme = "# x\n## Compatible GPUs\n| Product Name | PCI ID |\n| --- | --- |\n| NVIDIA H200 | 2335 10DE 18BE |\n" \
+             "| Tesla T4 | 1eb8 |\n| not a row |\n"  # fmt: skip
+    assert mr.readme_device_ids(readme) == {"2335", "1EB8"}
+    assert mr.readme_device_ids("no table here") == set()
