@@ -143,7 +143,8 @@ class _Check:
 
     def t_int(self, spec, value, where):
         if isinstance(value, bool) or not (
-            isinstance(value, int) or (isinstance(value, str) and re.fullmatch(r"-?\d+", value))
+            # ASCII digits only: int() would also read Arabic-Indic or fullwidth digits ("١٨٠" is 180).
+            isinstance(value, int) or (isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value))
         ):
             return self.fail(spec, where, value, "not a whole number")
         low, high = spec.get("min"), spec.get("max")

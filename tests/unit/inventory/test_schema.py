@@ -95,6 +95,14 @@ def check(name, value, playbook="facts", **more):
         ("gpufleet_upgrade_reboot_ok", "ture", ["not a boolean", "use true or false"]),
         ("gpufleet_upgrade_on_blocked", "skip", ['"skip": not one of the choices', '"continue" (it is skipped']),
         ("gpufleet_expected_gpus", -1, ["out of range", "the GPUs each node of the group has"]),
+        # Digits of other scripts that int() reads as numbers, and the matrix age's bounds.
+        ("gpufleet_compat_matrix_max_age", "\u0661\u0668\u0660", ["not a whole number", "days after the matrix"]),
+        ("gpufleet_compat_matrix_max_age", "\uff11\uff18\uff10", ["not a whole number"]),
+        ("gpufleet_compat_matrix_max_age", 0, ["out of range (1 to 3650)"]),
+        ("gpufleet_compat_matrix_max_age", 3651, ["out of range (1 to 3650)"]),
+        ("gpufleet_compat_matrix_max_age", "180; rm -rf /", ["not a whole number"]),
+        ("gpufleet_compat_matrix_max_age", True, ["not a whole number"]),
+        ("gpufleet_upgrade_drain_timeout", "\u0663\u0666\u0660\u0660", ["not a whole number"]),
         ("gpufleet_slurm_gres", "yes please", ["not a boolean"]),
         ("node_drain_on_timeout", "wait", ['"wait": not one of the choices']),  # from the role's argument_specs
         ("gpufleet_nvidia_repo_url", "http://m.example.org/a b", ["whitespace"]),
@@ -150,6 +158,8 @@ def test_each_bad_value_is_named_with_its_value_and_fix(name, value, expected):
         ("gpufleet_nvidia_repo_key", {"fingerprint": "EB69 3B30 35CD 5710 E231  E123 A4B4 6996 3BF8 63CC"}),
         ("gpufleet_nvidia_repo_key", {"url": "https://m.example.org/k?v=2", "fingerprint": "EB69" * 10}),
         ("cudnn_cuda_version", "12"),
+        ("gpufleet_compat_matrix_max_age", 365),
+        ("gpufleet_compat_matrix_max_age", "90"),  # -e arrives as a string
         ("gpufleet_gpu", {"anything": "a fact"}),  # set by the collection: not checked
     ],
 )
