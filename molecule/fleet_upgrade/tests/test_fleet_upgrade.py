@@ -100,6 +100,12 @@ def gres(name):
     return next(f.split("=", 1)[1] for f in out.split() if f.startswith("Gres="))
 
 
+def slurmd_evidence(name):
+    """What a node's slurmd saw when the scheduler disagrees with NVML: its devices, gres.conf and log's tail."""
+    seen = node(name, "ls /dev/nvidia*; cat /etc/slurm/gres.conf; tail -n 30 /var/log/slurm/slurmd.log", check=False)
+    return seen + node(CONTROLLER, f"grep -i -e gres -e {name} /var/log/slurm/slurmctld.log | tail -n 30", check=False)
+
+
 def state_file(name):
     return json.loads(node(name, "cat /var/lib/gpufleet/upgrade-state.json"))
 
@@ -159,7 +165,7 @@ def assert_at(name, version):
 def test_converge_built_every_node_at_the_first_driver():
     for name in NODES:
         assert_at(name, "570.133.20")
-        assert slurm_node(name)[0] == "IDLE"
+        assert slurm_node(name)[0] == "IDLE", (slurm_node(name), slurmd_evidence(name))
         # The scheduler sees the GPUs NVML counts: gres.conf from slurm_gres, the node line from its fact.
         assert gres(name) == "gpu:a100:8"
         assert cdi_driver(name) == "570.133.20"
