@@ -34,6 +34,35 @@ def test_ruff():
     check([BIN / "ruff", "format", "--check", "--diff", "."])
 
 
+def _conditions(node):
+    """Every task's `that:`, `when:`, `failed_when:`, `changed_when:` and `until:` items anywhere in a YAML tree."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _conditions(item)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("that", "when", "failed_when", "changed_when", "until"):
+                yield from (value if isinstance(value, list) else [value])
+            else:
+                yield from _conditions(value)
+
+
+def test_conditions_are_strings():
+    """A condition that YAML reads as a mapping (an unquoted `: ` inside it) fails only when Ansible reaches it,
+    which in a Molecule scenario can be twenty minutes in (kernel_layer, 2026-12-05)."""
+    import yaml  # pylint: disable=import-outside-toplevel
+
+    files = subprocess.run(["git", "ls-files", "*.yml"], cwd=ROOT, check=True, capture_output=True, text=True)
+    bad = []
+    for rel in files.stdout.split():
+        try:
+            tree = yaml.safe_load((ROOT / rel).read_text())
+        except yaml.YAMLError:
+            continue  # yamllint reports it
+        bad += [f"{rel}: {c!r}" for c in _conditions(tree) if not isinstance(c, (str, bool))]
+    assert not bad, "conditions that are not strings (quote them):\n" + "\n".join(bad)
+
+
 def _ansible_test_pip_version():
     from ansible_test._internal import python_requirements  # pylint: disable=import-outside-toplevel
 
