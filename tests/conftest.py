@@ -94,27 +94,38 @@ def nvml_bindings(ansible_env):
 
 
 # --- side by side: `make test` runs pytest with xdist (-n 2) -----------------------------------------------------
-# tests/integration is one unit of work: one worker takes it whole (its Molecule scenarios share Docker and the mirror
-# and run in order, in the lanes test_molecule.py sets), while the other worker takes the lint and unit tests one by
-# one. Lint and unit tests use one core each and the scenarios wait on containers part of the time, so they overlap.
+# tests/integration/test_molecule.py is one unit of work, handed out first: one worker takes it whole (its Molecule
+# scenarios share Docker and the mirror and run in order, in the lanes test_molecule.py sets), while the other worker
+# takes everything else: the lint and unit tests one by one, and each other integration module whole (their
+# module-scoped fixtures run once). Those use their own mirrors, ports and node names, so they can run beside the
+# scenarios; they used to run after them on the scenarios' worker, and the scenarios are the run's critical path.
 # (A scheduler of our own: xdist 3.8's loadgroup marks do not group under pytest 9, which ignores the node id it sets.)
 # tests/integration/test_molecule.py's lane table (its SUMMARY); the controller prints it, since an xdist worker's
 # report is not shown.
 MOLECULE_SUMMARY = ROOT / ".cache" / "molecule-logs" / "summary.txt"
+MOLECULE_TESTS = "tests/integration/test_molecule.py"
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling  # pylint: disable=import-outside-toplevel
 
-    class IntegrationApart(LoadScopeScheduling):
-        """Each lint and unit test is a unit of work; all of tests/integration is one, handed out first (the
-        largest unit goes first)."""
+    class ScenariosApart(LoadScopeScheduling):
+        """Units of work in collection order (pytest_collection_modifyitems puts the scenarios first): the
+        scenarios, each integration module, each other test."""
 
         def _split_scope(self, nodeid):
-            return "tests/integration" if nodeid.startswith("tests/integration/") else nodeid
+            path = nodeid.split("::", 1)[0]
+            return path if path.startswith("tests/integration/") else nodeid
 
-    return IntegrationApart(config, log)
+    config.option.loadscopereorder = False  # by size would put test_inventory_schema's 101 cases first
+    return ScenariosApart(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under xdist, the scenarios first: the worker that takes them starts them at once."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: not item.nodeid.startswith(MOLECULE_TESTS))
 
 
 def pytest_sessionstart(session):
