@@ -3,8 +3,10 @@
 Runs after converge (site.yml at driver 570.133.20, gres.conf on every node, Gres=gpu:a100:8 on the controller) and
 idempotence. The tests run in file order, each starting from the state the previous one left: upgrade the fleet in
 canary batches while a GPU job runs, inject a failing package, fix it and converge, block a node with a stray GPU
-process, lose a GPU from NVML, refuse a reboot into a kernel without the module, roll one node back, and let
-site.yml's verification name the node that differs.
+process and skip one whose job outlives the drain timeout, lose a GPU from NVML on one node while another refuses a
+reboot into a kernel without the module (one batch), roll one node back, and let site.yml's verification name the
+node that differs. Three GPU nodes and few playbook runs: each run costs about a minute per batch on the 2-core CI
+machine (2026-12-06: 171 tasks, 64 s for one node), so the tests share runs where the outcomes cannot interfere.
 
 What runs for real: Slurm (drain, the job's life, slurmd registration, gres.conf validation, Gres counts), apt and
 dpkg with NVIDIA's package graph, systemd units with their drop-ins, the stand-in daemons' journals. Through the
@@ -25,7 +27,7 @@ import yaml
 
 ROOT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
 INVENTORY = os.environ.get("MOLECULE_INVENTORY_FILE", "")
-NODES = ["fleet-gpu-1", "fleet-gpu-2", "fleet-gpu-3", "fleet-gpu-4"]
+NODES = ["fleet-gpu-1", "fleet-gpu-2", "fleet-gpu-3"]
 CONTROLLER = "fleet-ctl"
 # The desired stack without a framework: this fleet has no training venv (horovod is not in gpufleet_components).
 BASE = {"driver_flavor": "open", "cuda": "12.8", "cudnn": "9.8.0", "nccl": "2.26.2"}
@@ -153,6 +155,13 @@ class DrainWatch(threading.Thread):
             time.sleep(0.3)
 
 
+def wait_running(job):
+    for _attempt in range(30):
+        if node(CONTROLLER, f"squeue -h -j {job} -o %T").strip() == "RUNNING":
+            return
+        time.sleep(1)
+
+
 def assert_at(name, version):
     pkgs = packages(name)
     assert pkgs["libnvidia-ml1"] == (f"{version}-1", "hold"), pkgs
@@ -179,13 +188,10 @@ def test_converge_built_every_node_at_the_first_driver():
 
 def test_a_live_rollout_drains_waits_for_the_job_and_gives_every_node_back(tmp_path):
     """A GPU job runs on fleet-gpu-1 when the rollout starts: the node drains (no new jobs), the job ends, the node
-    upgrades and comes back with its GPUs. Canary batches [1, 2]: 1, 2, then the 1 left."""
+    upgrades and comes back with its GPUs. Canary batches [1, 2]: the canary, then the other two together."""
     job = node(CONTROLLER, "sbatch --parsable -w fleet-gpu-1 --gres=gpu:8 -o /dev/null --wrap 'gpufleet-gpu-job 25'")
     job = job.strip()
-    for _attempt in range(30):
-        if node(CONTROLLER, f"squeue -h -j {job} -o %T").strip() == "RUNNING":
-            break
-        time.sleep(1)
+    wait_running(job)
     time.sleep(1)
     procs = node("fleet-gpu-1", "ls /run/gpufleet/nvml-sim/processes/*/ | grep -c '^[0-9]'", check=False).strip()
     assert procs == "8", "the job holds a simulated CUDA context on each of its 8 GPUs"
@@ -204,14 +210,13 @@ def test_a_live_rollout_drains_waits_for_the_job_and_gives_every_node_back(tmp_p
         watch.join()
     assert proc.returncode == 0, proc.stdout[-6000:]
     print(f"most nodes drained at once: {watch.max_drained}; drained at some point: {sorted(watch.seen)}")
-    assert [len(b) for b in batches(proc.stdout)] == [1, 2, 1], batches(proc.stdout)
+    assert [len(b) for b in batches(proc.stdout)] == [1, 2], batches(proc.stdout)
     # Where the rollout stands before each batch, and the hosts by outcome at the end.
     out = " ".join(proc.stdout.split())
     for line in (
-        "batch 1 of 3: fleet-gpu-1; 0 of 4 done, 0 failed, 4 to go",
-        "batch 2 of 3: fleet-gpu-2, fleet-gpu-3; 1 of 4 done, 0 failed, 3 to go",
-        "batch 3 of 3: fleet-gpu-4; 3 of 4 done, 0 failed, 1 to go",
-        "done: fleet-gpu-1, fleet-gpu-2, fleet-gpu-3, fleet-gpu-4",
+        "batch 1 of 2: fleet-gpu-1; 0 of 3 done, 0 failed, 3 to go",
+        "batch 2 of 2: fleet-gpu-2, fleet-gpu-3; 1 of 3 done, 0 failed, 2 to go",
+        "done: fleet-gpu-1, fleet-gpu-2, fleet-gpu-3",
     ):
         assert line in out, f"{line!r} not in the output"
     assert watch.max_drained <= 2, f"{watch.max_drained} nodes drained at once with serial [1, 2]"
@@ -241,12 +246,12 @@ def test_a_failing_package_stops_the_rollout_and_leaves_that_node_drained(tmp_pa
     # ansible-core 2.19 prints a failed task's message on stderr; the YAML callback folds it across lines.
     out = " ".join((proc.stdout + proc.stderr).split())
     assert "fleet-gpu-2: upgrade failed/install at step install" in out and "rerun this playbook" in out, out[-6000:]
-    assert "batch 2 of 4: fleet-gpu-2; 1 of 4 done, 0 failed, 3 to go" in out
-    for line in ("done: fleet-gpu-1", "failed/install: fleet-gpu-2", "not reached: fleet-gpu-3, fleet-gpu-4"):
+    assert "batch 2 of 3: fleet-gpu-2; 1 of 3 done, 0 failed, 2 to go" in out
+    for line in ("done: fleet-gpu-1", "failed/install: fleet-gpu-2", "not reached: fleet-gpu-3"):
         assert line in out, f"{line!r} not in the output"
-    # Batch 1 (gpu-1) went down to 570.133.20; batch 2 (gpu-2) failed; batches 3 and 4 never started.
+    # Batch 1 (gpu-1) went down to 570.133.20; batch 2 (gpu-2) failed; batch 3 never started.
     assert_at("fleet-gpu-1", "570.133.20")
-    for name in ("fleet-gpu-3", "fleet-gpu-4"):
+    for name in ("fleet-gpu-3",):
         assert_at(name, "570.172.08")
         assert slurm_node(name) == ("IDLE", "")
         assert node(name, "stat -c %Y /var/lib/gpufleet/upgrade-state.json") == before[name], "untouched"
@@ -266,13 +271,15 @@ def test_rerun_after_the_fix_resumes_and_the_fleet_converges(tmp_path):
         assert slurm_node(name) == ("IDLE", "")
 
 
-def test_a_stray_gpu_process_blocks_its_node(tmp_path):
-    """A process on GPU 5 that no Slurm job owns (started by hand, outside Slurm): after the drain the node is refused
-    and stays drained with the process in its reason. Default (stop): the rollout ends there. continue: the next node
-    is upgraded all the same."""
+def test_a_stray_gpu_process_blocks_its_node_and_a_long_job_skips_its_own(tmp_path):
+    """A process on GPU 5 of fleet-gpu-3 that no Slurm job owns (started by hand, outside Slurm): after the drain
+    the node is refused and stays drained with the process in its reason. Default (stop): the rollout ends there.
+    Then, with continue and a drain timeout shorter than the job on fleet-gpu-2, one rollout over the three nodes:
+    fleet-gpu-1 is upgraded, fleet-gpu-2 given back to Slurm under its job (skipped), fleet-gpu-3 blocked again."""
     stray = "CUDA_VISIBLE_DEVICES=5 setsid nohup gpufleet-gpu-job 900 stray.py >/dev/null 2>&1 &"
     stray += " echo $! > /root/stray.pid"
     node("fleet-gpu-3", f"{stray}; sleep 1")
+    job = ""
     try:
         proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-3")
         assert proc.returncode != 0
@@ -284,18 +291,32 @@ def test_a_stray_gpu_process_blocks_its_node(tmp_path):
         assert state_file("fleet-gpu-3")["outcome"] == "blocked/drain"
         assert_at("fleet-gpu-3", "570.133.20")  # nothing installed under the stray
 
+        long_job = "sbatch --parsable -w fleet-gpu-2 --gres=gpu:2 -o /dev/null --wrap 'gpufleet-gpu-job 600'"
+        job = node(CONTROLLER, long_job).strip()
+        wait_running(job)
         first = state_file("fleet-gpu-3")["time"]
         time.sleep(1)  # the state's time has whole seconds
-        proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-3,fleet-gpu-4", "-e", "gpufleet_upgrade_serial=1",
+        proc = upgrade(tmp_path, "570.172.08",
+                       "-e", "gpufleet_upgrade_serial=1", "-e", "gpufleet_upgrade_drain_timeout=3",
                        "-e", "gpufleet_upgrade_on_blocked=continue")  # fmt: skip
         assert proc.returncode == 0, proc.stdout[-6000:]
+        # The job outlived the drain timeout: the node is given back to Slurm, the job keeps running.
+        recorded = state_file("fleet-gpu-2")
+        assert recorded["outcome"] == "skipped/drain" and "drain timeout" in recorded["message"], recorded
+        assert f"still runs job {job}" in recorded["message"]
+        state, reason = slurm_node("fleet-gpu-2")
+        assert "DRAIN" not in state and state.split("+")[0] in ("MIXED", "ALLOCATED"), (state, reason)
+        assert_at("fleet-gpu-2", "570.133.20")  # not upgraded under its job
+        # The stray blocks its node again; with continue the rollout went on to the end: every node had its turn.
         again = state_file("fleet-gpu-3")
         assert again["outcome"] == "blocked/drain" and again["time"] != first, "blocked again by this run"
         assert "DRAIN" in slurm_node("fleet-gpu-3")[0]
-        assert_at("fleet-gpu-4", "570.172.08")  # the rollout went on
-        assert slurm_node("fleet-gpu-4") == ("IDLE", "")
+        assert_at("fleet-gpu-1", "570.172.08")
+        assert slurm_node("fleet-gpu-1") == ("IDLE", "")
     finally:
         node("fleet-gpu-3", "kill $(cat /root/stray.pid) || true")
+        if job:
+            node(CONTROLLER, f"scancel {job}")
     # The stray gone, a rerun finishes the node it blocked.
     proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-3")
     assert proc.returncode == 0, proc.stdout[-6000:]
@@ -303,97 +324,76 @@ def test_a_stray_gpu_process_blocks_its_node(tmp_path):
     assert slurm_node("fleet-gpu-3") == ("IDLE", "")
 
 
-def test_a_job_that_outlives_the_drain_timeout_skips_its_node(tmp_path):
-    """A job longer than gpufleet_upgrade_drain_timeout: the node is given back to Slurm (the job keeps running),
-    recorded skipped, and with continue the rollout goes on."""
-    job = node(CONTROLLER, "sbatch --parsable -w fleet-gpu-2 --gres=gpu:2 -o /dev/null --wrap 'gpufleet-gpu-job 600'")
-    try:
-        for _attempt in range(30):
-            if node(CONTROLLER, f"squeue -h -j {job.strip()} -o %T").strip() == "RUNNING":
-                break
-            time.sleep(1)
-        proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-2", "-e", "gpufleet_upgrade_drain_timeout=3",
-                       "-e", "gpufleet_upgrade_on_blocked=continue")  # fmt: skip
-        assert proc.returncode == 0, proc.stdout[-6000:]
-        recorded = state_file("fleet-gpu-2")
-        assert recorded["outcome"] == "skipped/drain" and "drain timeout" in recorded["message"], recorded
-        assert f"still runs job {job.strip()}" in recorded["message"]
-        state, reason = slurm_node("fleet-gpu-2")
-        assert "DRAIN" not in state and state.split("+")[0] in ("MIXED", "ALLOCATED"), (state, reason)
-        assert_at("fleet-gpu-2", "570.133.20")  # not upgraded under its job
-    finally:
-        node(CONTROLLER, f"scancel {job.strip()}")
-
-
-def test_a_gpu_missing_from_nvml_keeps_the_node_drained(tmp_path):
-    """After the upgrade NVML enumerates 7 of the 8 GPUs on the PCI bus: the gate keeps the node drained, failed/gpus;
-    gres.conf is not shrunk to 7 (Slurm would drain the node for its own reason)."""
-    edit_profile("fleet-gpu-2", "p['gpus'][7]['nvml_visible'] = False")
-    try:
-        proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-2")
-        assert proc.returncode != 0
-        state, reason = slurm_node("fleet-gpu-2")
-        assert "DRAIN" in state and "7 of 8 GPUs" in reason, (state, reason)
-        assert state_file("fleet-gpu-2")["outcome"] == "failed/gpus"
-        assert node("fleet-gpu-2", "grep -c File= /etc/slurm/gres.conf").strip() == "8"
-    finally:
-        edit_profile("fleet-gpu-2", "p['gpus'][7].pop('nvml_visible', None)")
-    proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-2")
-    assert proc.returncode == 0, proc.stdout[-6000:]
-    assert slurm_node("fleet-gpu-2") == ("IDLE", "")
-    assert gres("fleet-gpu-2") == "gpu:a100:8"
-
-
-def test_no_reboot_into_a_kernel_without_the_module(tmp_path):
-    """fleet-gpu-1 runs driver 570.133.20's module (the simulator's loaded module) when 570.172.08 is installed, so a
-    reboot is needed; its next kernel came without headers, so DKMS built nothing for it. Without
-    gpufleet_upgrade_reboot_ok the node waits as reboot-required; with it the reboot is refused, naming the kernel."""
+def test_the_gate_and_the_kernel_guard_keep_their_nodes_drained(tmp_path):
+    """One batch of two nodes, each failing a different check after its install (max_fail_percentage 100, so
+    neither cuts the other short):
+    - fleet-gpu-1 (back to 570.133.20): NVML enumerates 7 of the 8 GPUs on the PCI bus after the install. The gate
+      keeps the node drained, failed/gpus; gres.conf is not shrunk to 7 (Slurm would drain the node for its own
+      reason).
+    - fleet-gpu-2 runs driver 570.133.20's module (the simulator's loaded module) when 570.172.08 is installed, so a
+      reboot is needed; its next kernel came without headers, so DKMS built nothing for it. Without
+      gpufleet_upgrade_reboot_ok the node waits as reboot-required; with it the reboot is refused, naming the kernel.
+    Then both fixed ("rebooted": the loaded module follows the library again), one rerun finishes both."""
     kernel = "6.1.0-99-amd64"
-    node("fleet-gpu-1", f"touch /boot/vmlinuz-{kernel} && mkdir -p /lib/modules/{kernel}/kernel")
-    edit_profile("fleet-gpu-1", "p['host']['kernel_module_version'] = '570.133.20'")
+    targets = {"fleet-gpu-1": "570.133.20"}  # fleet-gpu-2 (skipped under its job above) to 570.172.08
+    both = ["--limit", "fleet-gpu-1,fleet-gpu-2", "-e", "gpufleet_upgrade_serial=2"]
+    edit_profile("fleet-gpu-1", "p['gpus'][7]['nvml_visible'] = False")
+    node("fleet-gpu-2", f"touch /boot/vmlinuz-{kernel} && mkdir -p /lib/modules/{kernel}/kernel")
+    edit_profile("fleet-gpu-2", "p['host']['kernel_module_version'] = '570.133.20'")
     try:
-        proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-1")
-        assert proc.returncode != 0
-        state, reason = slurm_node("fleet-gpu-1")
-        assert "DRAIN" in state and reason.startswith("gpufleet: reboot required"), (state, reason)
-        assert state_file("fleet-gpu-1")["outcome"] == "reboot-required/reboot"
+        try:
+            proc = upgrade(tmp_path, "570.172.08", *both, "-e", "gpufleet_upgrade_max_fail_percentage=100",
+                           host_drivers=targets)  # fmt: skip
+            assert proc.returncode != 0
+            state, reason = slurm_node("fleet-gpu-1")
+            assert "DRAIN" in state and "7 of 8 GPUs" in reason, (state, reason)
+            assert state_file("fleet-gpu-1")["outcome"] == "failed/gpus"
+            assert node("fleet-gpu-1", "grep -c File= /etc/slurm/gres.conf").strip() == "8"
+            state, reason = slurm_node("fleet-gpu-2")
+            assert "DRAIN" in state and reason.startswith("gpufleet: reboot required"), (state, reason)
+            assert state_file("fleet-gpu-2")["outcome"] == "reboot-required/reboot"
+        finally:
+            edit_profile("fleet-gpu-1", "p['gpus'][7].pop('nvml_visible', None)")
 
-        proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-1", "-e", "gpufleet_upgrade_reboot_ok=true")
+        proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-2", "-e", "gpufleet_upgrade_reboot_ok=true")
         assert proc.returncode != 0
         out = " ".join((proc.stdout + proc.stderr).split())
         assert f"did not reboot: the kernel that boots next ({kernel}" in out, out[-4000:]
-        state, reason = slurm_node("fleet-gpu-1")
+        state, reason = slurm_node("fleet-gpu-2")
         assert "DRAIN" in state and f"the kernel that boots next ({kernel}" in reason, (state, reason)
-        assert state_file("fleet-gpu-1")["outcome"] == "failed/reboot"
+        assert state_file("fleet-gpu-2")["outcome"] == "failed/reboot"
     finally:
-        edit_profile("fleet-gpu-1", "p['host'].pop('kernel_module_version', None)")
-        node("fleet-gpu-1", f"rm -rf /boot/vmlinuz-{kernel} /lib/modules/{kernel}")
-    # "Rebooted" (the loaded module follows the library again): a rerun finishes the node.
-    proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-1")
+        edit_profile("fleet-gpu-2", "p['host'].pop('kernel_module_version', None)")
+        node("fleet-gpu-2", f"rm -rf /boot/vmlinuz-{kernel} /lib/modules/{kernel}")
+    proc = upgrade(tmp_path, "570.172.08", *both, host_drivers=targets)
     assert proc.returncode == 0, proc.stdout[-6000:]
-    assert_at("fleet-gpu-1", "570.172.08")
-    assert slurm_node("fleet-gpu-1") == ("IDLE", "")
+    for name, version in (("fleet-gpu-1", "570.133.20"), ("fleet-gpu-2", "570.172.08")):
+        assert_at(name, version)
+        assert slurm_node(name) == ("IDLE", "")
+        assert gres(name) == "gpu:a100:8"
 
 
 def test_rollback_returns_a_node_to_its_recorded_stack(tmp_path):
-    proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-4", "-e", "gpufleet_upgrade_mode=rollback")
+    # fleet-gpu-3's last completed upgrade took it from 570.133.20 to 570.172.08 (once the stray was gone).
+    proc = upgrade(tmp_path, "570.172.08", "--limit", "fleet-gpu-3", "-e", "gpufleet_upgrade_mode=rollback")
     assert proc.returncode == 0, proc.stdout[-6000:]
-    assert_at("fleet-gpu-4", "570.133.20")  # back to what it had before its last upgrade
-    assert slurm_node("fleet-gpu-4") == ("IDLE", "")
+    assert_at("fleet-gpu-3", "570.133.20")  # back to what it had before its last upgrade
+    assert slurm_node("fleet-gpu-3") == ("IDLE", "")
 
 
 def test_site_names_a_host_that_fails_verification(tmp_path):
-    """site.yml's verification alone (--tags verify) on the fleet as the rollback left it: fleet-gpu-4 has 570.133.20
-    while every node should have 570.172.08. That host fails, named with the reason in the output and the report;
-    the others pass; nothing is installed."""
-    proc = upgrade(tmp_path, "570.172.08", "--tags", "verify", playbook="site.yml")
+    """site.yml's verification alone (--tags verify) on the fleet as the rollback left it: fleet-gpu-3 has 570.133.20
+    where it should have 570.172.08, as fleet-gpu-2 does (fleet-gpu-1 should have, and has, 570.133.20). That host
+    fails, named with the reason in the output and the report; the others pass; nothing is installed."""
+    proc = upgrade(tmp_path, "570.172.08", "--tags", "verify", playbook="site.yml",
+                   host_drivers={"fleet-gpu-1": "570.133.20"})  # fmt: skip
     assert proc.returncode != 0
     out = " ".join((proc.stdout + proc.stderr).split())
     reason = "desired driver 570.172.08, host has 570.133.20"
-    assert "fleet-gpu-4 failed verification:" in out and reason in out, out[-6000:]
-    for name in NODES[:3]:
+    assert "fleet-gpu-3 failed verification:" in out and reason in out, out[-6000:]
+    for name in NODES[:2]:
         assert f"{name} failed verification" not in out
     rows = json.loads((tmp_path / "report" / "fleet-report.json").read_text())["rows"]
     failed = {r["host"]: d for r in rows for d in r["drift"] if d.startswith("verification failed:")}
-    assert list(failed) == ["fleet-gpu-4"] and reason in failed["fleet-gpu-4"], failed
-    assert_at("fleet-gpu-4", "570.133.20")  # verification changed nothing
+    assert list(failed) == ["fleet-gpu-3"] and reason in failed["fleet-gpu-3"], failed
+    assert_at("fleet-gpu-3", "570.133.20")  # verification changed nothing
