@@ -103,6 +103,9 @@ def nvml_bindings(ansible_env):
 # tests/integration/test_molecule.py's lane table (its SUMMARY); the controller prints it, since an xdist worker's
 # report is not shown.
 MOLECULE_SUMMARY = ROOT / ".cache" / "molecule-logs" / "summary.txt"
+# A worker that has run all its tests says so in WORKER_DONE.<its id>: test_molecule.py then opens a lane of scenarios
+# on the core that worker leaves.
+WORKER_DONE = MOLECULE_SUMMARY.with_name("worker-done")
 MOLECULE_TESTS = "tests/integration/test_molecule.py"
 
 
@@ -131,6 +134,15 @@ def pytest_collection_modifyitems(config, items):
 def pytest_sessionstart(session):
     if not hasattr(session.config, "workerinput"):  # the controller, or a run without xdist
         MOLECULE_SUMMARY.unlink(missing_ok=True)
+        for mark in WORKER_DONE.parent.glob(f"{WORKER_DONE.name}.*"):
+            mark.unlink()
+
+
+def pytest_sessionfinish(session):
+    """A worker's session ends when the scheduler has no more work for it."""
+    if hasattr(session.config, "workerinput"):
+        WORKER_DONE.parent.mkdir(parents=True, exist_ok=True)
+        WORKER_DONE.with_name(f"{WORKER_DONE.name}.{session.config.workerinput['workerid']}").touch()
 
 
 def pytest_terminal_summary(terminalreporter, config):

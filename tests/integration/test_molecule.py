@@ -3,7 +3,10 @@
 `make molecule SCENARIO=name` runs one of them by hand.
 
 The scenarios run side by side in GPUFLEET_MOLECULE_LANES lanes (default: one per two cores, so one on the 2-core
-CI machine, where the controller's CPU is what a scenario waits for). They can share the host because each
+CI machine, where the controller's CPU is what a scenario waits for), and under xdist one more lane for each other
+worker, which opens when that worker has run all its tests (tests/conftest.py marks it done): on the 2-core machine the
+lint, unit and other integration tests take about a sixth of the run, and the core they leave would otherwise idle
+for the rest of it. A lane takes the next scenario in run_order when it is free. They can share the host because each
 one's nodes carry its own names and fleet label (sandbox/fleet), and each scenario that listens on 127.0.0.1 (the
 nodes use the host's network) has ports of its own, set in its molecule.yml. The offline mirror is built and started
 here, once, before any of them, so no two scenarios race to build or serve it. Each scenario's output is kept in
@@ -17,7 +20,8 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -28,6 +32,8 @@ MIRROR = ROOT / "sandbox" / "mirror"
 LOGS = ROOT / ".cache" / "molecule-logs"
 # The lane table, written as each scenario ends; tests/conftest.py prints it on the controller.
 SUMMARY = LOGS / "summary.txt"
+# An xdist worker that has run all its tests writes WORKER_DONE.<its id> (tests/conftest.py): a borrowed lane opens.
+WORKER_DONE = LOGS / "worker-done"  # as tests/conftest.py names it
 # callback_plugins/assert_count.py: each playbook run's passed assert tasks, so that a verifier checking nothing fails.
 CALLBACKS = Path(__file__).with_name("callback_plugins")
 # Started first, so that the longest one overlaps all the others (minutes on the 2-core CI machine, measured in one
@@ -82,10 +88,72 @@ def run_order(selected):
     return first + [name for name in sorted(selected) if name not in first]
 
 
-def molecule_test(scenario, timings):
+class Lanes:
+    """Scenarios handed out in order to lanes as each lane comes free. `opens` has one callable per lane that
+    returns once the lane may start (at once for the fixed lanes, when another xdist worker is done for a borrowed
+    one); a lane that opens after the queue has emptied runs nothing."""
+
+    def __init__(self, order, run, opens):
+        self.queue = deque(order)
+        self.futures = {name: Future() for name in order}
+        self.lock = threading.Lock()
+        self.threads = [
+            threading.Thread(target=self.lane, args=(number, run, wait), name=f"molecule-lane-{number}", daemon=True)
+            for number, wait in enumerate(opens, start=1)
+        ]
+
+    def start(self):
+        for thread in self.threads:
+            thread.start()
+        return self.futures
+
+    def take(self):
+        with self.lock:
+            return self.queue.popleft() if self.queue else None
+
+    def lane(self, number, run, wait):
+        if not wait(self.queue):
+            return
+        while (name := self.take()) is not None:
+            try:
+                self.futures[name].set_result(run(name, number))
+            except Exception as failed:  # handed to the test that waits for this scenario
+                self.futures[name].set_exception(failed)
+
+    def join(self, timeout=None):
+        for thread in self.threads:
+            thread.join(timeout)
+
+
+def at_once(_queue):
+    return True
+
+
+def when_done(worker, poll=5.0):
+    """A borrowed lane's opening: once `worker` has marked itself done (tests/conftest.py), or never if the queue
+    empties first."""
+
+    def wait(queue):
+        mark = WORKER_DONE.with_name(f"{WORKER_DONE.name}.{worker}")
+        while queue:
+            if mark.exists():
+                return True
+            time.sleep(poll)
+        return False
+
+    return wait
+
+
+def lane_openings():
+    """The fixed lanes, then one borrowed lane per other xdist worker (none without xdist)."""
+    me = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    others = [f"gw{n}" for n in range(count) if f"gw{n}" != me] if me else []
+    return [at_once] * lanes() + [when_done(worker) for worker in others]
+
+
+def molecule_test(scenario, timings, lane):
     begin = time.monotonic()
-    # ThreadPoolExecutor names its threads PREFIX_0, PREFIX_1, ...
-    lane = int(threading.current_thread().name.rsplit("_", 1)[-1]) + 1
     asserts = LOGS / f"{scenario}.asserts.jsonl"
     LOGS.mkdir(parents=True, exist_ok=True)
     asserts.unlink(missing_ok=True)
@@ -138,10 +206,10 @@ def scenario_runs(request):
     subprocess.run([MIRROR / "build"], capture_output=True, check=True)
     subprocess.run([serve, "start", "--port", "8790"], capture_output=True, check=True)
     timings = Timings()
-    pool = ThreadPoolExecutor(max_workers=lanes(), thread_name_prefix="molecule-lane")
-    futures = {name: pool.submit(molecule_test, name, timings) for name in run_order(selected)}
-    yield futures
-    pool.shutdown(wait=True, cancel_futures=True)
+    scheduler = Lanes(run_order(selected), lambda name, lane: molecule_test(name, timings, lane), lane_openings())
+    yield scheduler.start()
+    scheduler.queue.clear()
+    scheduler.join()
     if not serving_before:
         subprocess.run([serve, "stop"], capture_output=True, check=False)
 
@@ -205,3 +273,59 @@ INFO     [horovod > verify] Executed: Successful
 )
 def test_a_verifier_that_checked_nothing_counts_zero(output, runs, checks):
     assert verifier_checks(output, runs) == checks
+
+
+def test_lanes_take_scenarios_in_order_as_they_come_free():
+    ran, opened = [], threading.Event()
+
+    def run(name, lane):
+        ran.append((name, lane))
+        if name == "b":
+            opened.set()  # the borrowed lane opens while lane 1 runs b
+            time.sleep(0.2)
+        if name == "c":
+            raise RuntimeError("c failed")
+        return name.upper()
+
+    def borrowed(queue):
+        opened.wait(5)
+        return bool(queue)
+
+    scheduler = Lanes(["a", "b", "c", "d"], run, [at_once, borrowed])
+    futures = scheduler.start()
+    assert [futures[name].result(5) for name in ("a", "b", "d")] == ["A", "B", "D"]
+    with pytest.raises(RuntimeError, match="c failed"):
+        futures["c"].result(5)
+    scheduler.join(5)
+    assert [name for name, _lane in ran] == ["a", "b", "c", "d"]
+    assert dict(ran)["a"] == 1 and dict(ran)["c"] == 2  # c went to the lane that opened while b ran
+
+
+def test_a_borrowed_lane_waits_for_its_worker(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "WORKER_DONE", tmp_path / "worker-done")
+    queue = deque(["a"])
+    wait = when_done("gw1", poll=0.01)
+    opened = []
+    waiter = threading.Thread(target=lambda: opened.append(wait(queue)))
+    waiter.start()
+    time.sleep(0.05)
+    assert waiter.is_alive()  # gw1 is still running tests
+    (tmp_path / "worker-done.gw0").touch()  # another worker's mark does not open it
+    time.sleep(0.05)
+    assert waiter.is_alive()
+    (tmp_path / "worker-done.gw1").touch()
+    waiter.join(5)
+    assert opened == [True]
+    # A lane whose worker is never done gives up once the scenarios are all taken.
+    assert when_done("gw9", poll=0.01)(deque()) is False
+
+
+def test_one_borrowed_lane_per_other_worker(monkeypatch):
+    monkeypatch.setenv("GPUFLEET_MOLECULE_LANES", "1")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    openings = lane_openings()
+    assert len(openings) == 2 and openings[0] is at_once and openings[1] is not at_once
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT")
+    assert lane_openings() == [at_once]
