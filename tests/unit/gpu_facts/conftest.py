@@ -1,5 +1,6 @@
 """Helpers for gpu_facts tests: fixture files, a fake sysfs/procfs tree, running main() in-process."""
 
+import fcntl
 import glob
 import json
 import os
@@ -39,12 +40,17 @@ def _apt_download(package):
 
 
 def debian_package(package, dest):
-    """Extract Debian's PACKAGE (cached .deb, downloaded once) into dest: (deb path, None) or (None, why not)."""
-    debs = sorted(glob.glob(str(DEBS / f"{package}_*.deb")))
-    error = None
-    if not debs:
-        error = _apt_download(package)
+    """Extract Debian's PACKAGE (cached .deb, downloaded once) into dest: (deb path, None) or (None, why not).
+    Callers in other processes (xdist workers, a second checkout's run) wait for each other's download rather than
+    meet apt's lock on the shared lists and give up."""
+    DEBS.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "apt-download.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         debs = sorted(glob.glob(str(DEBS / f"{package}_*.deb")))
+        error = None
+        if not debs:
+            error = _apt_download(package)
+            debs = sorted(glob.glob(str(DEBS / f"{package}_*.deb")))
     if not debs:
         return None, error or "no .deb after apt-get download"
     subprocess.run(["dpkg", "-x", debs[-1], str(dest)], check=True)
