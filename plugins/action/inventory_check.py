@@ -149,6 +149,7 @@ class ActionModule(ActionBase):
             )
             for name, fact in waits.items():
                 deferred.setdefault((name, fact), []).append(host)
+            problems[host] += inv.host_name_problems(host)
             problems[host] += inv.check_host(schema, role_specs, values, args["playbook"], deferred=set(waits))
             # A host with problems (a malformed gpufleet_stack_strict among them) is not matched against the matrix.
             if not problems[host] and "gpufleet_stack" in values and inv.needs_stack(schema, values, args["playbook"]):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufleet.stack.plugins.module_utils import _schema
+
 FSTYPES = ("ext4", "xfs")
 TYPES = ("tmpfs", "device")
 # XFS labels are at most 12 characters (mkfs.xfs refuses "gpufleet-cache"), so one short label for both.
@@ -59,6 +61,9 @@ def _check_access(where, out):
     if not isinstance(mode, str) or not _MODE.fullmatch(mode):
         raise SpecError(f'{where}.mode is {out.get("mode")!r}: quote an octal mode, e.g. "0755" or "1777"')
     out["mode"] = mode if len(mode) == 4 else "0" + mode
+    unsafe = _schema.unsafe_dir_mode(mode)
+    if unsafe:
+        raise SpecError(f"{where}.mode is {mode!r}: {unsafe[0]}; {unsafe[1]}")
     for key in ("owner", "group"):
         value = out.get(key, "root")
         if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", value):
@@ -111,6 +116,9 @@ def check_spec(index, spec):
     if re.search(r"(^|/)\.\.?(/|$)", path) or re.search(r"[\x00-\x1f\x7f\s]", path):
         raise SpecError(f"{where}.path is {path!r}: no '.', '..', spaces or control characters in a mount point")
     out["path"] = path.rstrip("/")
+    why = _schema.harm(out["path"], "mount")
+    if why:
+        raise SpecError(f"{where}.path is {path!r}: {why}; mount the cache on a directory of its own, e.g. /scratch")
     out["type"] = out.get("type", "tmpfs")
     if out["type"] not in TYPES:
         raise SpecError(f"{where}.type is {out['type']!r}: use tmpfs (RAM) or device (a local disk, e.g. NVMe)")

@@ -11,6 +11,20 @@ import re
 from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
 
 MAX_HOSTS_NAMED = 4
+# An inventory host name becomes a Slurm NodeName, file names on the controller (fact cache, upgrade records) and
+# rows of the reports: a name, an FQDN or an IP address, nothing a shell, a file system or a page reads differently.
+HOST_NAME = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9_.:-]{0,252}")
+
+
+def host_name_problems(host):
+    """The inventory's own name for a host, checked as a value is."""
+    if isinstance(host, str) and HOST_NAME.fullmatch(host) and ".." not in host:
+        return []
+    return [
+        f"the inventory host name {sc.shown(host)} is not a host name: it becomes a Slurm node name, file names on "
+        "the controller and rows of the reports, so it may hold only letters, digits, '.', '_', '-' and ':' and "
+        "must not start with '-' or '.'; name the host so and set its address in ansible_host"
+    ]
 
 
 def role_prefixes(role_specs):
@@ -102,7 +116,8 @@ def _needs(schema, values, deferred):
         return []  # already reported by the type checks
     channel = values.get("gpufleet_nvidia_channel", "network")
     problems = []
-    for component in (c for c in components if c in schema["component_roles"]):  # others: refused by the type check
+    # Others (unknown names, lists, dictionaries): refused by the type check.
+    for component in (c for c in components if isinstance(c, str) and c in schema["component_roles"]):
         own_channel = values.get(f"{schema['component_roles'][component]}_channel", channel)
         skips = schema["distro_skips"].get(component, []) if own_channel == "distro" else []
         for path, role_variable in schema["component_needs"].get(component, {}).items():

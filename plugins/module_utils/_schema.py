@@ -10,7 +10,9 @@ a URL replaced by ***, and YAML numbers are named as such: cuda: 12.10 reaches A
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import json
+import posixpath
 import re
 from urllib.parse import urlsplit
 
@@ -20,6 +22,142 @@ USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(\S*)@")
 TRUE_WORDS = {"true", "yes", "on", "1"}
 BOOL_WORDS = TRUE_WORDS | {"false", "no", "off", "0"}
 MAX_SHOWN = 120
+
+# --- where a path the collection writes (writes: file | dir | mount) must never point, and why -------------------
+# Kernel and runtime filesystems: nothing written there is a file.
+KERNEL_TREES = ("/proc", "/sys", "/dev", "/run")
+# The package manager's own trees (/usr/local is the administrator's).
+PACKAGE_TREES = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/boot",
+    "/var/lib/dpkg",
+    "/var/lib/apt",
+    "/var/cache/apt",
+)
+# Directories whose whole content is other programs' (a report, a state directory or a mount there replaces or
+# hides it): refused as the path itself, fine as a parent (/var/lib/gpufleet).
+SHARED_ROOTS = (
+    "/",
+    "/etc",
+    "/var",
+    "/var/lib",
+    "/var/log",
+    "/var/cache",
+    "/var/tmp",
+    "/var/spool",
+    "/home",
+    "/root",
+    "/tmp",
+    "/opt",
+    "/srv",
+    "/mnt",
+    "/media",
+    "/usr/local",
+)
+# Configuration that runs code or grants access: a file written here is a privilege a value should not grant.
+TRUSTED_CONFIG = (
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/pam.d",
+    "/etc/security",
+    "/etc/ssh",
+    "/etc/apt",
+    "/etc/cron.d",
+    "/etc/cron.hourly",
+    "/etc/cron.daily",
+    "/etc/cron.weekly",
+    "/etc/cron.monthly",
+    "/etc/crontab",
+    "/etc/profile",
+    "/etc/profile.d",
+    "/etc/environment",
+    "/etc/ld.so.preload",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/systemd",
+    "/etc/init.d",
+    "/etc/modprobe.d",
+    "/etc/modules-load.d",
+    "/etc/udev",
+    "/etc/sysctl.d",
+    "/etc/default",
+    "/etc/passwd",
+    "/etc/shadow",
+    "/etc/group",
+    "/etc/gshadow",
+    "/etc/fstab",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/hostname",
+)
+# What a shell, fstab, a unit file or apt's one-line sources would read as something other than a path's letters.
+PATH_UNSAFE = re.compile(r"""[\s$`'"\\;&|<>*?!(){}\[\]#]""")
+# A repository or index URL: RFC 3986's characters less those a shell reads (quotes, $, `, parentheses, ;, &, !, *)
+# and a well-formed %XX; a query (key URLs with a token) may also hold & and =.
+URL_PATH = re.compile(r"(?:[A-Za-z0-9._~:@/+,=-]|%[0-9A-Fa-f]{2})*")
+URL_QUERY = re.compile(r"(?:[A-Za-z0-9._~:@/+,=&-]|%[0-9A-Fa-f]{2})*")
+DNS_NAME = re.compile(
+    r"(?=.{1,253}\.?$)([A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?"
+)
+TIME_UNITS = {
+    "us": 1e-6,
+    "ms": 1e-3,
+    "s": 1,
+    "sec": 1,
+    "m": 60,
+    "min": 60,
+    "h": 3600,
+    "hr": 3600,
+    "d": 86400,
+    "w": 604800,
+}
+
+
+def under(path, trees):
+    return any(path == tree or path.startswith(tree.rstrip("/") + "/") for tree in trees)
+
+
+def harm(path, writes):
+    """Why writing `path` (a normalised absolute path) as a file, a directory or a mount point would harm the host,
+    or None."""
+    if under(path, KERNEL_TREES):
+        return "it is in a kernel or runtime filesystem (/proc, /sys, /dev, /run), where nothing written is kept"
+    if under(path, PACKAGE_TREES) and not under(path, ("/usr/local",)):
+        return "it is in the package manager's own tree, which apt owns and replaces"
+    if path in SHARED_ROOTS:
+        return f"{path} itself holds other programs' files, which a {writes} there would replace or hide"
+    if under(path, TRUSTED_CONFIG):
+        return "it is configuration that runs code or grants access (sudo, PAM, ssh, apt, cron, systemd, modprobe...)"
+    if writes == "mount" and under(path, ("/etc", "/root", "/var/lib/systemd")):
+        return "a mount there would hide the system's own files under it"
+    return None
+
+
+def unsafe_dir_mode(mode):
+    """(what is wrong, the fix) for an octal directory mode that is not safe, or None: a setuid bit, writable by all
+    without the sticky bit, or an owner who cannot enter it."""
+    bits = int(mode, 8)
+    wrong = [
+        (bits & 0o4000, "the setuid bit means nothing on a directory", 'drop it, e.g. "0755" or "2775"'),
+        (
+            bits & 0o002 and not bits & 0o1000,
+            "anyone could delete or replace anyone's files in it",
+            'add the sticky bit: "1777" (as /tmp) or drop the write bit for others: "0775"',
+        ),
+        (not bits & 0o100, "its owner could not enter it", 'give the owner rwx, e.g. "0755"'),
+    ]
+    return next(((what, fix) for bad, what, fix in wrong if bad), None)
+
+
+def seconds(timespan):
+    """A systemd time span (format timespan) in seconds."""
+    return sum(float(n) * TIME_UNITS[unit or "s"] for n, unit in re.findall(r"([0-9]+) ?([a-z]*)", timespan))
 
 
 def _hide(match):
@@ -98,10 +236,24 @@ class _Check:
             )
         if spec.get("choices") and (value.lower() if spec.get("lower") else value) not in spec["choices"]:
             return self.fail(spec, where, value, "not one of the choices" + did_you_mean(value, spec["choices"]))
+        return self.formatted(spec, value, where)
+
+    def formatted(self, spec, value, where):
+        """Problems of a one-line string against the spec's format and the bounds of what it names."""
         fmt = self.formats.get(spec.get("format") or "")
         if fmt and not re.fullmatch(fmt["pattern"], value):
             return self.fail(spec, where, value, "not in the expected form")
+        if fmt and fmt.get("port") and not 1 <= int(value.rsplit(":", 1)[1]) <= 65535:
+            return self.fail(spec, where, value, "its port is not 1-65535")
+        if spec.get("max_seconds") and seconds(value) > spec["max_seconds"]:
+            return self.fail(spec, where, value, f"longer than {spec['max_seconds']} s")
+        if spec.get("format") == "dir_mode":
+            return self.mode(spec, value, where)
         return []
+
+    def mode(self, spec, value, where):
+        unsafe = unsafe_dir_mode(value)
+        return self.fail(spec, where, value, *unsafe) if unsafe else []
 
     def run(self, spec, value, where):
         if value is None:
@@ -231,6 +383,13 @@ class _Check:
                 "a repository URL has no ?query or #fragment",
             ),
             ((parts.username or parts.password) and not spec.get("credentials"), "credentials cannot go in this URL"),
+            (parts.hostname and not valid_host(parts.hostname), "its host is not a DNS name or an IP address"),
+            (_port == 0, "its port is not 1-65535"),
+            (
+                not URL_PATH.fullmatch(parts.path) or not URL_QUERY.fullmatch(parts.query),
+                "its path holds a character a shell or apt would read differently (quotes, $, `, ;, (, ), <, >, !, *, "
+                "a stray %), which a URL carries %-encoded",
+            ),
         ]
         return next((self.fail(spec, where, value, what) for bad, what in wrong if bad), [])
 
@@ -244,7 +403,28 @@ class _Check:
             return self.fail(spec, where, value, "not an absolute path" if spec.get("absolute") else "empty")
         if spec.get("file") and value.endswith("/"):
             return self.fail(spec, where, value, "it ends in /, so it names a directory, not a file")
-        return []
+        normal = posixpath.normpath(value)
+        wrong = [
+            (
+                value.startswith("-"),
+                "it starts with -, which a command line reads as an option",
+                "start it with / or a letter",
+            ),
+            (
+                PATH_UNSAFE.search(value),
+                "it holds whitespace or a character a shell, fstab or a unit file reads differently",
+                "choose a path of letters, digits and . _ - + @ % , : = ~ /",
+            ),
+            (
+                ".." in value.split("/") or (normal != value.rstrip("/") and value != "/"),
+                "it is not normalised (.., // or /./ in it)",
+                f"write it as {normal}" if ".." not in value.split("/") else "write the directory it means, without ..",
+            ),
+            (spec.get("under") and not under(normal, (spec["under"],)), f"it is not under {spec.get('under')}", None),
+        ]
+        found = next((self.fail(spec, where, value, what, fix) for bad, what, fix in wrong if bad), [])
+        why = spec.get("writes") and value.startswith("/") and harm(normal, spec["writes"])
+        return found or (self.fail(spec, where, value, why) if why else [])
 
     def t_pattern(self, spec, value, where):
         items = value if isinstance(value, list) else [value]
@@ -257,7 +437,7 @@ class _Check:
             return self.fail(spec, where, value, "empty")
         for item in items:
             text = str(item).strip() if isinstance(item, (int, str)) and not isinstance(item, bool) else None
-            number = re.fullmatch(r"(-?\d+)(%?)", text or "")
+            number = re.fullmatch(r"(-?[0-9]+)(%?)", text or "")
             if not number:
                 return self.fail(spec, where, value, f"{shown(item)} is not a host count or a percentage")
             if int(number.group(1)) < 1 or (number.group(2) and int(number.group(1)) > 100):
@@ -289,6 +469,15 @@ class _Check:
                 spec, where, value, "not a list of rows", "give a list of rows like those of data/compat_matrix.yml"
             )
         return []
+
+
+def valid_host(host):
+    """A URL's host (urlsplit's hostname: lower case, IPv6 without brackets): a DNS name or an IP address."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return bool(DNS_NAME.fullmatch(host)) and ".." not in host and not host.startswith(".")
 
 
 def check(spec, value, where, formats):

@@ -618,6 +618,36 @@ BAD = [
         [],
         ["gpufleet_sheduler is not a variable of this collection", "did you mean gpufleet_scheduler?"],
     ),
+    # --- values checked to their real domain (issue 30): a mount over /etc, shell syntax in a repository's host, a
+    # timeout without a sensible bound, a container image that a command line reads as an option
+    (
+        "mount-over-etc",
+        "site.yml",
+        "dataset_cache_mounts: [{path: /etc, type: tmpfs, size: 1g}]\n",
+        [],
+        ['dataset_cache_mounts[0].path is "/etc"', "/etc itself holds other programs' files"],
+    ),
+    (
+        "repo-url-shell-in-host",
+        "site.yml",
+        "gpufleet_nvidia_repo_url: 'http://mirror$(id).example.org/nvidia'\n",
+        [],
+        ['gpufleet_nvidia_repo_url is "http://mirror$(id).example.org/nvidia"', "its host is not a DNS name"],
+    ),
+    (
+        "drain-timeout-unbounded",
+        "playbooks/upgrade.yml",
+        "gpufleet_upgrade_drain_timeout: 99999999\n",
+        [],
+        ["gpufleet_upgrade_drain_timeout is the YAML number 99999999: out of range (0 to 604800)"],
+    ),
+    (
+        "validation-image-option",
+        "site.yml",
+        "gpu_validation_image: --privileged\n",
+        [],
+        ['gpu_validation_image is "--privileged": not in the expected form', "ubuntu:24.04"],
+    ),
     # --- facts.yml checks what it reads too
     (
         "facts-stack-empty",
@@ -717,3 +747,9 @@ def test_valid_input_passes_the_checks_and_reaches_the_host(outcomes, case):
     if case[0] == "site-value-from-facts":
         assert "nccl_settings uses ansible_default_ipv4, which is known only when the play runs on the host" in out, out
     assert "UNREACHABLE" in out and rc != 0, out
+
+
+def test_a_hostile_inventory_host_name_stops_on_the_controller(tmp_path, ansible_env):
+    rc, out = run(tmp_path, ansible_env, BASE, hosts=("gpu-x", "gpu$(reboot)"))
+    assert rc != 0 and "UNREACHABLE" not in out, out
+    assert 'the inventory host name "gpu$(reboot)" is not a host name' in out and "ansible_host" in out, out

@@ -121,6 +121,13 @@ def test_units():
         ({"path": "/scratch", "type": "device", "device": "/dev/vdb", "size": "1g"}, "takes the whole device"),
         ({"path": "/scratch", "type": "nfs"}, "use tmpfs (RAM) or device"),
         ({"path": "/scratch", "size": "1g", "options": ["a b"]}, "give mount options as a list"),
+        # The node refuses what the controller's schema refuses (module_utils/_schema.py), for a role run alone.
+        ({"path": "/etc", "size": "1g"}, "/etc itself holds other programs' files"),
+        ({"path": "/etc/ssl", "size": "1g"}, "a mount there would hide the system's own files"),
+        ({"path": "/usr/share/data", "size": "1g"}, "the package manager's own tree"),
+        ({"path": "/var/lib/", "size": "1g"}, "/var/lib itself"),
+        ({"path": "/scratch", "size": "64g", "mode": "0777"}, "anyone could delete or replace anyone's files"),
+        ({"path": "/scratch", "size": "64g", "mode": "4755"}, "setuid"),
     ],
 )
 def test_bad_specs_name_the_entry_the_value_and_the_fix(spec, says):
