@@ -37,6 +37,9 @@ def _query(nvml, name, *args):
         return _text(func(*args))
     except nvml.NVMLError:
         return None
+    except UnicodeDecodeError as err:
+        # nvidia-ml-py decodes NVML's bytes strictly (a damaged InfoROM's name): keep them, decoded with replacement.
+        return _text(err.object)
 
 
 def _first(nvml, names, *args):
@@ -284,8 +287,11 @@ def collect_gpus(nvml, count, gather_processes=True):
     for index in range(count):
         try:
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            # A card that fell off the bus still has a handle; its name query reports GPU_IS_LOST.
+            # A card that fell off the bus still has a handle; its name query reports GPU_IS_LOST. (A name that is
+            # not UTF-8 is a name: gpu_info reads it with replacement.)
             nvml.nvmlDeviceGetName(handle)
+        except UnicodeDecodeError:
+            pass
         except nvml.NVMLError as exc:
             gpus.append({"index": index, "error": str(exc)})
             continue

@@ -10,8 +10,19 @@ filtered view can be linked and a browser test can open one.
 from __future__ import annotations
 
 import html
+import re
 
 from ansible_collections.gpufleet.stack.plugins.module_utils._report import breakdowns, summary
+
+# What Markdown (GitHub's, CommonMark) reads as markup in running text or a table cell.
+MD_MARKUP = re.compile(r"([\\`*_\[\]{}|~#!])")
+
+
+def md(value):
+    """Node data as literal Markdown text: on one line, HTML escaped (<script> is shown, not run) and every markup
+    character backslash-escaped (a table cell cannot be split, a link or image cannot be made)."""
+    return MD_MARKUP.sub(r"\\\1", html.escape(" ".join(str(value).split()), quote=False))
+
 
 COUNTS = (("hosts", "Hosts"), ("ok", "OK"), ("critical", "Critical"), ("warning", "Warning"), ("drifted", "Drifted"))
 
@@ -74,7 +85,7 @@ GRID_HEAD = ["GPU", "Model", "Temp / slowdown", "Memory", "ECC uncorrected", "Re
 
 def render_markdown(rows, generated):
     s, b = summary(rows), breakdowns(rows)
-    models = "; ".join(f"{m} ({v['hosts']} hosts, {v['gpus']} GPUs)" for m, v in b["model"].items())
+    models = "; ".join(f"{md(m)} ({v['hosts']} hosts, {v['gpus']} GPUs)" for m, v in b["model"].items())
     lines = [
         "# GPU fleet report",
         "",
@@ -82,8 +93,8 @@ def render_markdown(rows, generated):
         f"{s['warning']} warning, {s['drifted']} drifted from the desired stack.",
         "",
         "By GPU model: " + (models or "none") + ".",
-        "By driver: " + ("; ".join(f"{d} ({n})" for d, n in b["driver"].items()) or "none") + ".",
-        "By kind of drift: " + ("; ".join(f"{k} ({n})" for k, n in b["drift"].items()) or "none") + ".",
+        "By driver: " + ("; ".join(f"{md(d)} ({n})" for d, n in b["driver"].items()) or "none") + ".",
+        "By kind of drift: " + ("; ".join(f"{md(k)} ({n})" for k, n in b["drift"].items()) or "none") + ".",
         "",
         "| Host | GPUs | Driver | CUDA (driver / toolkits) | Stack | Health | Last upgrade | Drift |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -92,15 +103,15 @@ def render_markdown(rows, generated):
         health = r["health"] + (f"; validation {r['validation']}" if r.get("validation") else "")
         cells = [r["host"], r["gpus"], r["driver"], r["cuda"], stack_text(r["stack"]), health,
                  upgrade_text(r["upgrade"]), "; ".join(r["drift"]) or "none"]  # fmt: skip
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("| " + " | ".join(md(c) for c in cells) + " |")
     for r in rows:
         if not (r["findings"] or r["gpu_grid"]):
             continue
-        lines += ["", f"## {r['host']}", ""] + [f"- {finding_text(f)}" for f in r["findings"]]
+        lines += ["", f"## {md(r['host'])}", ""] + [f"- {md(finding_text(f))}" for f in r["findings"]]
         if r["gpu_grid"]:
             lines += [""] if r["findings"] else []
             lines += ["| " + " | ".join(GRID_HEAD) + " |", "|" + " --- |" * len(GRID_HEAD)]
-            lines += ["| " + " | ".join(grid_cells(g)) + " |" for g in r["gpu_grid"]]
+            lines += ["| " + " | ".join(md(c) for c in grid_cells(g)) + " |" for g in r["gpu_grid"]]
     return "\n".join(lines) + "\n"
 
 

@@ -178,6 +178,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.stack.plugins.module_utils._contain import contained
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_readers import kernel_log_reader, modinfo_reader
 from ansible_collections.gpufleet.stack.plugins.module_utils._stack_gather import gather as gather_installed
@@ -208,7 +209,7 @@ def main():
     found = {"gpufleet_gpu": facts}
     if module.params["stack"]:
         found["gpufleet_installed"] = gather_installed(scanner_for(module), module.params["python_envs"])
-    module.exit_json(changed=False, ansible_facts=found)
+    module.exit_json(changed=False, ansible_facts=contained(found))
 
 
 if __name__ == "__main__":

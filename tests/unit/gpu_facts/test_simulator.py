@@ -257,6 +257,22 @@ def derived_profile(tmp_path, base, change):
     return path
 
 
+def test_hostile_gpu_strings_are_decoded_and_cleaned(tmp_path):
+    """A damaged InfoROM's name (a lone surrogate: bytes that are not UTF-8, which nvidia-ml-py's strict decode
+    raises on), markup and terminal escapes in NVML's strings: gathered, not raised, and kept as inert text."""
+
+    def hostile(data):
+        gpu = data["gpus"][0]
+        gpu["name"] = "Tesla T4 \udcff<img src=x onerror=alert(1)>"
+        gpu["serial"] = "\u001b[31m1324\u0007"
+
+    facts = facts_for(derived_profile(tmp_path, "t4-x1", hostile), tmp_path)
+    (gpu,) = facts["gpus"]
+    assert gpu["name"].startswith("Tesla T4 \ufffd") and gpu["name"].endswith("<img src=x onerror=alert(1)>")
+    assert gpu["serial"] == "\ufffd[31m1324\ufffd"
+    assert facts["driver_state"] == "loaded"
+
+
 def test_init_no_permission(tmp_path):
     profile = derived_profile(tmp_path, "t4-x1", lambda d: d.update(init_error="NO_PERMISSION"))
     facts = facts_for(profile, tmp_path)

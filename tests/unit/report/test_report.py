@@ -118,6 +118,23 @@ def test_html_escapes_what_hosts_report():
     assert "&lt;script&gt;" in page
 
 
+def test_markdown_keeps_what_hosts_report_as_text():
+    """A GPU name, finding and host name with HTML, a table separator, a link and a line break: one row each, shown
+    literally (a Markdown viewer renders raw HTML and links)."""
+    hostile = "<img src=x onerror=alert(1)>|[x](http://evil.example)\n## owned"
+    finding = {"severity": "critical", "what": "xid <b>79</b> | `rm -rf`", "gpu": 0}
+    facts = gpu_facts(model=hostile, health="critical", findings=[finding], count=1)
+    rows = _report.build_rows({"node_7": {"ansible_facts": {"gpufleet_gpu": facts}}})
+    markdown = render.render_markdown(rows, "now")
+    assert "<img" not in markdown and "<b>" not in markdown and "](http" not in markdown.replace("\\](", "")
+    assert "\n## owned" not in markdown and "\n- critical" in markdown
+    assert "&lt;img src=x onerror=alert(1)&gt;\\|\\[x\\](http://evil.example) \\#\\# owned" in markdown
+    assert "- critical: GPU 0: xid &lt;b&gt;79&lt;/b&gt; \\| \\`rm -rf\\`" in markdown
+    assert "## node\\_7" in markdown
+    table = [line for line in markdown.splitlines() if line.startswith("| node")]
+    assert len(table) == 1 and table[0].count(" | ") == 7  # eight cells, none split by the name's |
+
+
 def test_failed_verification_and_upgrade_are_named_first_in_the_row():
     facts = {
         "gpufleet_gpu": gpu_facts(),
