@@ -18,7 +18,15 @@ ARGUMENT_SPEC = {
     "dest": {"type": "path", "required": True},
 }
 # Facts the report reads: GPU and stack facts, and the outcome of site.yml's verification and of upgrade.yml.
-REPORTED_FACTS = ("gpufleet_gpu", "gpufleet_installed", "gpufleet_verify", "gpufleet_upgrade", "gpufleet_validation")
+REPORTED_FACTS = (
+    "gpufleet_gpu",
+    "gpufleet_installed",
+    "gpufleet_verify",
+    "gpufleet_upgrade",
+    "gpufleet_validation",
+    # playbooks/facts.yml's record of a host whose facts could not be gathered (cleared by gpu_facts).
+    "gpufleet_gather_failed",
+)
 FILES = ("fleet-report.json", "fleet-report.md", "fleet-report.html")
 
 

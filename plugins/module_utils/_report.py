@@ -193,9 +193,11 @@ def host_row(name, hostvars):
         return {
             "host": name, "gathered": False, "gpus": "", "model": "", "gpu_count": 0, "driver": "", "cuda": "",
             "stack": {}, "gpu_grid": [], "upgrade": last_upgrade(facts), "validation": last_validation(facts),
-            "health": "unknown", "findings": [],
+            "health": "critical" if facts.get("gpufleet_gather_failed") else "unknown", "facts_at": "",
+            "findings": not_gathered(facts.get("gpufleet_gather_failed"), {}),
             "drift": ["no GPU facts: run playbooks/facts.yml"], "drift_kinds": ["no facts"],
         }  # fmt: skip
+    failed = facts.get("gpufleet_gather_failed")
     models = {}
     for card in gpu.get("gpus") or []:
         models[card.get("name") or "?"] = models.get(card.get("name") or "?", 0) + 1
@@ -215,11 +217,28 @@ def host_row(name, hostvars):
         "gpu_grid": gpu_grid(gpu),
         "upgrade": last_upgrade(facts),
         "validation": last_validation(facts),
-        "health": gpu.get("health_status") or "unknown",
-        "findings": gpu.get("health") or [],
+        "health": "critical" if failed else gpu.get("health_status") or "unknown",
+        "findings": not_gathered(failed, gpu) + (gpu.get("health") or []),
+        "facts_at": gpu.get("gathered_at") or "",
         "drift": [text for _kind, text in differences],
         "drift_kinds": sorted({kind for kind, _text in differences}),
     }
+
+
+def not_gathered(failed, gpu):
+    """The finding of a host whose last gathering failed (playbooks/facts.yml's record): its cached facts are old."""
+    if not isinstance(failed, dict):
+        return []
+    since = (
+        f"; the facts shown are from {gpu['gathered_at']}" if gpu.get("gathered_at") else "; the facts shown are old"
+    )
+    return [
+        {
+            "severity": "critical",
+            "gpu": None,
+            "what": f"facts could not be gathered at {failed.get('at') or '?'}: {failed.get('reason') or '?'}{since}",
+        }
+    ]
 
 
 def summary(rows):

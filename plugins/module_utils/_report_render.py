@@ -96,13 +96,13 @@ def render_markdown(rows, generated):
         "By driver: " + ("; ".join(f"{md(d)} ({n})" for d, n in b["driver"].items()) or "none") + ".",
         "By kind of drift: " + ("; ".join(f"{md(k)} ({n})" for k, n in b["drift"].items()) or "none") + ".",
         "",
-        "| Host | GPUs | Driver | CUDA (driver / toolkits) | Stack | Health | Last upgrade | Drift |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| Host | GPUs | Driver | CUDA (driver / toolkits) | Stack | Health | Last upgrade | Drift | Facts from |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]  # fmt: skip
     for r in rows:
         health = r["health"] + (f"; validation {r['validation']}" if r.get("validation") else "")
         cells = [r["host"], r["gpus"], r["driver"], r["cuda"], stack_text(r["stack"]), health,
-                 upgrade_text(r["upgrade"]), "; ".join(r["drift"]) or "none"]  # fmt: skip
+                 upgrade_text(r["upgrade"]), "; ".join(r["drift"]) or "none", r.get("facts_at") or "—"]  # fmt: skip
         lines.append("| " + " | ".join(md(c) for c in cells) + " |")
     for r in rows:
         if not (r["findings"] or r["gpu_grid"]):
@@ -192,7 +192,7 @@ def render_html(rows, generated):
         + "".join(f'<option value="{e(k)}">{e(k)}</option>' for k in kinds)
         + f'</select></label>Shown: <b id="shown">{len(rows)}</b></p>',
         "<table><thead><tr><th>Host</th><th>GPUs</th><th>Driver</th><th>CUDA (driver / toolkits)</th><th>Stack</th>"
-        "<th>Health</th><th>Last upgrade</th><th>Drift from desired stack</th></tr></thead><tbody>",
+        "<th>Health</th><th>Last upgrade</th><th>Drift from desired stack</th><th>Facts from</th></tr></thead><tbody>",
     ]  # fmt: skip
     for r in rows:
         findings = "".join(f"<li>{e(finding_text(f))}</li>" for f in r["findings"])
@@ -204,7 +204,8 @@ def render_html(rows, generated):
             f'<td><span class="badge {e(r["health"])}">{e(r["health"])}</span>'
             f"{'<ul>' + findings + '</ul>' if findings else ''}{validation}</td>"
             f"<td>{e(upgrade_text(r['upgrade']))}</td>"
-            f"<td>{'<ul>' + drift_cell + '</ul>' if drift_cell else 'none'}</td></tr>"
+            f"<td>{'<ul>' + drift_cell + '</ul>' if drift_cell else 'none'}</td>"
+            f'<td class="small">{e(r.get("facts_at") or "—")}</td></tr>'
         )
     out.append("</tbody></table><h2>GPUs per host</h2>")
     for r in rows:

@@ -124,6 +124,13 @@ ansible_facts:
   returned: always
   type: complex
   contains:
+    gpufleet_gather_failed:
+      description:
+        - Always null here. C(playbooks/facts.yml) records C({at, reason}) under this name for a host whose facts could
+          not be gathered, so that the report shows that host failed instead of healthy from its cached facts; a
+          successful gathering clears it.
+      returned: always
+      type: raw
     gpufleet_gpu:
       description:
         - GPU facts of the host. Keys below; per-GPU dicts hold C(index), C(name), C(uuid), C(serial),
@@ -139,9 +146,11 @@ ansible_facts:
           C(nvswitch_present), C(fabricmanager_required), C(gpu_count), C(pci_gpu_count) (NVIDIA GPUs on the PCI
           bus; more than C(gpu_count) is a critical finding), C(topology) (C("0-1") to an NVML
           topology level name), C(labels), C(kernel_log), C(source) (nvml, nvml-simulator or sysfs),
-          C(simulated) and C(nvml_bindings) (C(path) and C(version) of the pynvml imported, null when NVML was not
+          C(simulated), C(nvml_bindings) (C(path) and C(version) of the pynvml imported, null when NVML was not
           called; the collection's copy in C(/usr/local/lib/gpufleet/python), put there by the
-          C(gpufleet.stack.pynvml) role, comes first).
+          C(gpufleet.stack.pynvml) role, comes first) and C(gathered_at) (UTC, C(2026-12-06T04:00:00Z)).
+        - Every string is decoded (bytes that are not UTF-8 replaced), control characters other than tab and newline
+          replaced, and cut at 4096 characters.
       returned: always
       type: dict
       contains:
@@ -177,6 +186,8 @@ ansible_facts:
           sample: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB, nvidia.com/gpu.count: "8"}
 """
 
+import time
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils._contain import contained
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
@@ -206,7 +217,9 @@ def main():
             "degrees Celsius; use a value between 1 and 199, e.g. 85"
         )
     facts = gather(dict(module.params, modinfo=modinfo_reader(module)), kernel_log_reader(module))
-    found = {"gpufleet_gpu": facts}
+    facts["gathered_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    # A failure playbooks/facts.yml recorded for this host is over: the report reads these facts again.
+    found = {"gpufleet_gpu": facts, "gpufleet_gather_failed": None}
     if module.params["stack"]:
         found["gpufleet_installed"] = gather_installed(scanner_for(module), module.params["python_envs"])
     module.exit_json(changed=False, ansible_facts=contained(found))

@@ -132,7 +132,31 @@ def test_markdown_keeps_what_hosts_report_as_text():
     assert "- critical: GPU 0: xid &lt;b&gt;79&lt;/b&gt; \\| \\`rm -rf\\`" in markdown
     assert "## node\\_7" in markdown
     table = [line for line in markdown.splitlines() if line.startswith("| node")]
-    assert len(table) == 1 and table[0].count(" | ") == 7  # eight cells, none split by the name's |
+    assert len(table) == 1 and table[0].count(" | ") == 8  # nine cells, none split by the name's |
+
+
+def test_a_host_whose_gathering_failed_is_critical_with_why_not_healthy_from_its_cache():
+    cached = dict(gpu_facts(), gathered_at="2026-12-05T10:00:00Z")
+    failed = {"at": "2026-12-06T04:00:00Z", "reason": "unreachable, or a step before gpu_facts failed"}
+    rows = _report.build_rows(
+        {
+            "gone": {"ansible_facts": {"gpufleet_gpu": cached, "gpufleet_gather_failed": failed}},
+            "back": {"ansible_facts": {"gpufleet_gpu": cached, "gpufleet_gather_failed": None}},
+            "never": {"ansible_facts": {"gpufleet_gather_failed": failed}},
+        }
+    )
+    by_host = {r["host"]: r for r in rows}
+    gone, never, back = by_host["gone"], by_host["never"], by_host["back"]
+    assert (gone["host"], gone["health"], back["health"], never["health"]) == ("gone", "critical", "ok", "critical")
+    assert gone["findings"][0]["what"] == (
+        "facts could not be gathered at 2026-12-06T04:00:00Z: unreachable, or a step before gpu_facts failed; "
+        "the facts shown are from 2026-12-05T10:00:00Z"
+    )
+    assert never["findings"][0]["what"].endswith("; the facts shown are old")
+    markdown = render.render_markdown(rows, "now")
+    assert "| critical | — | none | 2026-12-05T10:00:00Z |" in markdown
+    assert "- critical: facts could not be gathered at 2026-12-06T04:00:00Z" in markdown
+    assert ">2026-12-05T10:00:00Z</td>" in render.render_html(rows, "now")
 
 
 def test_failed_verification_and_upgrade_are_named_first_in_the_row():
