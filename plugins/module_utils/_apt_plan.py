@@ -366,3 +366,18 @@ def argument_problem(params):
                 except re.error as err:
                     return f"{key} has {item!r}, which is not a regular expression: {err}"
     return None
+
+
+# apt's words when another process holds the package manager's lock past DPkg::Lock::Timeout (apt 1.9.11 and later
+# name the holder: "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 812 (unattended-upgr)").
+LOCK_LINE = re.compile(r"Could not get lock (\S+?)\.? (It is held by process \d+(?: \([^)]*\))?)?")
+
+
+def lock_holder(output):
+    """What holds the lock apt could not get ("/var/lib/dpkg/lock-frontend, held by process 812 (unattended-upgr)"),
+    or None when the output says nothing of a lock."""
+    found = LOCK_LINE.search(output)
+    if not found:
+        return None
+    holder = found.group(2)
+    return f"{found.group(1)}, " + (holder[len("It is ") :] if holder else "held by a process apt did not name")

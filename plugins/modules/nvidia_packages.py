@@ -76,6 +76,13 @@ options:
     type: list
     elements: str
     default: []
+  lock_timeout:
+    description:
+      - Seconds apt waits for the package manager's lock (C(DPkg::Lock::Timeout)) when another apt, dpkg or
+        unattended-upgrades holds it; then the module fails naming the process that holds it. 0 fails at once.
+      - C(playbooks/site.yml) and C(playbooks/upgrade.yml) set it from C(gpufleet_apt_lock_timeout).
+    type: int
+    default: 120
   members:
     description:
       - Selectors of the set's other parts (pulled in by dependencies), held with it and moved with it when
@@ -253,6 +260,7 @@ def main():
             "pin": {"type": "list", "elements": "str", "default": []},
             "pin_version": {"type": "str"},
             "exclude_origins": {"type": "list", "elements": "str", "default": []},
+            "lock_timeout": {"type": "int", "default": 120},
             "members": {"type": "list", "elements": "str", "default": []},
             "remove": {"type": "list", "elements": "str", "default": []},
             "include_urls": {"type": "list", "elements": "str", "default": []},
@@ -323,9 +331,19 @@ def main():
             argv = [
                 "apt-get", "install", "-y", "-q", "--no-install-recommends", "--allow-downgrades",
                 "--allow-change-held-packages", "-o", "Dpkg::Options::=--force-confdef", "-o",
-                "Dpkg::Options::=--force-confold", *decided["install"], *[f"{n}-" for n in decided["remove"]],
+                "Dpkg::Options::=--force-confold", "-o", f"DPkg::Lock::Timeout={p['lock_timeout']}",
+                *decided["install"], *[f"{n}-" for n in decided["remove"]],
             ]  # fmt: skip
             rc, out, err = module.run_command(argv, environ_update=APT_ENV)
+            busy = ap.lock_holder(out + err) if rc != 0 else None
+            if busy:
+                module.fail_json(
+                    msg=f"{p['label']} {p['version']}: the package manager is busy, no package was installed or "
+                    f"removed: {busy} (waited {p['lock_timeout']} s, gpufleet_apt_lock_timeout). Let it finish "
+                    "(unattended-upgrades runs after boot and daily) and run again, or raise the wait",
+                    lock_holder=busy,
+                    **result,
+                )
             if rc != 0:
                 # Re-held after a failure: the set, and what was held among the packages it was to remove.
                 held_before = [n for n in decided["remove"] if installed[n]["held"]]

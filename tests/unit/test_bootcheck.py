@@ -94,7 +94,7 @@ def test_a_second_boot_enforcing_signatures_reuses_the_image(bootcheck, boots, c
     assert bootcheck.main(argv) == 0
     found = json.loads(capsys.readouterr().out)
     assert made == ["kern-nvidia"]
-    assert [enforced for _, enforced in booted] == [False, True]
+    assert [enforced for _image, enforced in booted] == [False, True]
     assert booted[0][0] == booted[1][0]
     assert (found["outcome"], found["sig_enforce"], found["image_seconds"]) == ("no-gpu", False, 12.5)
     assert (found["enforced"]["outcome"], found["enforced"]["sig_enforce"]) == ("key-rejected", True)
@@ -118,10 +118,10 @@ def test_the_enforced_boot_decides_the_exit_status_too(bootcheck, boots, capsys,
 
 
 def test_one_boot_when_no_second_is_asked_for(bootcheck, boots, capsys):
-    _, booted, consoles = boots
+    _made, booted, consoles = boots
     consoles.append(REJECTED)
     assert (
         bootcheck.main(["kern-nvidia", "--kernel", "6.1.0-50-amd64", "--sig-enforce", "--expect", "key-rejected"]) == 0
     )
-    assert [enforced for _, enforced in booted] == [True]
+    assert [enforced for _image, enforced in booted] == [True]
     assert "enforced" not in json.loads(capsys.readouterr().out)

@@ -22,7 +22,7 @@ ARGS = {
 }
 
 
-def run(monkeypatch, capsys, tmp_path, args, dpkg_text, *, check=False):
+def run(monkeypatch, capsys, tmp_path, args, dpkg_text, *, check=False, install=(0, "", "")):
     calls = []
 
     def fake(self, argv, **_kw):
@@ -31,6 +31,8 @@ def run(monkeypatch, capsys, tmp_path, args, dpkg_text, *, check=False):
             return 0, dpkg_text, ""
         if argv[:2] == ["apt-cache", "madison"]:
             return 0, (FIXTURES / "madison-mirror-debian12.txt").read_text(), ""
+        if argv[:2] == ["apt-get", "install"]:
+            return install
         return 0, "", ""
 
     monkeypatch.setattr(nvidia_packages, "PIN_DIR", str(tmp_path))
@@ -64,6 +66,26 @@ def test_real_run_pins_installs_in_one_transaction(monkeypatch, capsys, tmp_path
     pin = (tmp_path / "gpufleet-nvidia-driver.pref").read_text()
     assert "Pin: version 570.172.08-1" in pin and "Package: src:nvidia-graphics-drivers" in pin
     assert result["pin_file"].endswith("gpufleet-nvidia-driver.pref")
+
+
+def test_a_held_lock_is_waited_for_then_refused_naming_its_holder(monkeypatch, capsys, tmp_path):
+    """apt waits DPkg::Lock::Timeout seconds (what apt 2.6 printed on a Debian 12 node with the lock held), then the
+    module fails naming the holder, without the failed-transaction path (no re-hold, nothing half-installed)."""
+    said = (
+        "Waiting for cache lock: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 812 "
+        "(unattended-upgr)...\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another "
+        "process using it?\n"
+    )
+    args = {**ARGS, "lock_timeout": 300}
+    result, calls = run(monkeypatch, capsys, tmp_path, args, installed_570133(), install=(100, "", said))
+    (install,) = [argv for argv in calls if argv[:2] == ["apt-get", "install"]]
+    assert "DPkg::Lock::Timeout=300" in install
+    assert (
+        result["failed"]
+        and result["lock_holder"] == "/var/lib/dpkg/lock-frontend, held by process 812 (unattended-upgr)"
+    )
+    assert "the package manager is busy" in result["msg"] and "waited 300 s" in result["msg"]
+    assert not [argv for argv in calls if argv[0] == "apt-mark"]
 
 
 def test_a_request_the_repository_lacks_fails_naming_it(monkeypatch, capsys, tmp_path):

@@ -103,7 +103,7 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize(("name", "value", "said"), REFUSED, ids=[f"{n}={v!r}"[:80] for n, v, _ in REFUSED])
+@pytest.mark.parametrize(("name", "value", "said"), REFUSED, ids=[f"{n}={v!r}"[:80] for n, v, _said in REFUSED])
 def test_hostile_values_are_refused_naming_the_variable_and_why(name, value, said):
     found = problems(name, value)
     assert found, f"{name}={value!r} was accepted"
