@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from _facts_run import facts_playbook
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 # What inventories/*/zz-gpufleet.groups.yml replaced: the same groups with Jinja, templated per host.
@@ -50,25 +52,7 @@ def test_cached_facts_become_groups(tmp_path, ansible_env):
     )
     shutil.copy(ROOT / "inventories/sandbox/zz-gpufleet.groups.yml", inventory)
     env = ansible_env
-    subprocess.run(
-        [
-            ROOT / "sandbox/nvml-sim/replay",
-            "hot-failing",
-            "--",
-            BIN / "ansible-playbook",
-            "-i",
-            inventory,
-            ROOT / "playbooks/facts.yml",
-            "-e",
-            f"gpufleet_report_dir={tmp_path / 'report'}",
-            # This machine is the host: its toolchain has nvidia-ml-py, and /usr/local is not the test's to write.
-            "-e",
-            "pynvml_install=false",
-        ],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    facts_playbook(inventory, tmp_path / "report", env, "hot-failing")
     groups = groups_of(inventory, env)
     for group in ("gpu_model_a100_sxm4_40gb", "driver_branch_570", "gpu_health_critical"):
         assert groups.get(group) == ["node-a"], f"{group} missing from {sorted(groups)}"

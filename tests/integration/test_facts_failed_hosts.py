@@ -4,12 +4,10 @@ it still shows, the run fails, and the next successful gathering clears the reco
 NVML simulator; the lost host is one whose SSH port refuses."""
 
 import json
-import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
+from _facts_run import facts_playbook
+
 LOCAL = f"ansible_connection: local, ansible_python_interpreter: {sys.executable}"
 GONE = (
     "ansible_connection: ssh, ansible_host: 127.0.0.1, ansible_port: 1, ansible_ssh_common_args: '-o ConnectTimeout=5'"
@@ -19,26 +17,7 @@ GONE = (
 def facts_run(tmp_path, env, gone_vars):
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(f"all:\n  hosts:\n    node-a: {{{LOCAL}}}\n    node-b: {{{gone_vars}}}\n")
-    proc = subprocess.run(
-        [
-            ROOT / "sandbox/nvml-sim/replay",
-            "t4-x1",
-            "--",
-            BIN / "ansible-playbook",
-            "-i",
-            inventory,
-            ROOT / "playbooks/facts.yml",
-            "-e",
-            f"gpufleet_report_dir={tmp_path / 'report'}",
-            "-e",
-            "pynvml_install=false",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    proc = facts_playbook(inventory, tmp_path / "report", env, "t4-x1", check=False)
     report = json.loads((tmp_path / "report" / "fleet-report.json").read_text())
     return proc, {row["host"]: row for row in report["rows"]}
 

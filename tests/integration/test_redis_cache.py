@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _facts_run import facts_playbook
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -58,12 +59,7 @@ def test_redis_holds_the_facts_for_groups_and_the_report(tmp_path, ansible_env, 
         ANSIBLE_CACHE_PLUGIN_PREFIX="gpufleet_",
     )
     env.pop("ANSIBLE_CACHE_PLUGIN_CONNECTION_JSONFILE", None)
-    facts = subprocess.run(
-        [ROOT / "sandbox/nvml-sim/replay", "h100-sxm5-80gb-x8", "--", BIN / "ansible-playbook", "-i", inventory,
-         ROOT / "playbooks/facts.yml", "-e", f"gpufleet_report_dir={tmp_path / 'report'}",
-         "-e", "pynvml_install=false"],
-        env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    facts = facts_playbook(inventory, tmp_path / "report", env, "h100-sxm5-80gb-x8", check=False)
     assert facts.returncode == 0, facts.stdout[-4000:] + facts.stderr[-2000:]
     # The facts are in Redis, under the prefix, and nowhere else.
     client = redis.Redis(host="127.0.0.1", port=redis_port, db=0)
