@@ -101,8 +101,9 @@ def drain_action(node, reason, prefix):
 
 
 def one_line_reason(text):
-    """A reason Slurm keeps: newlines and tabs folded, at most REASON_MAX characters."""
-    text = re.sub(r"[\r\n\t]+", " ", text or "").strip()
+    """A reason Slurm keeps: newlines, tabs and every other control character folded (a terminal escape in a GPU's
+    name would otherwise reach every admin's sinfo), at most REASON_MAX characters."""
+    text = re.sub(r"[\s\x00-\x1f\x7f-\x9f]+", " ", text or "").strip()
     return text if len(text) <= REASON_MAX else text[: REASON_MAX - 3] + "..."
 
 

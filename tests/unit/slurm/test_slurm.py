@@ -82,6 +82,7 @@ def test_jobs_and_their_pids():
 
 def test_reasons_stay_on_one_line():
     assert sl.one_line_reason("gpufleet: upgrade failed:\nE: x\tdone") == "gpufleet: upgrade failed: E: x done"
+    assert sl.one_line_reason("GPU 0 \x1b[2J\x1b]0;owned\x07 hot\x9b") == "GPU 0 [2J ]0;owned hot"
     assert len(sl.one_line_reason("gpufleet: " + "x" * 500)) == sl.REASON_MAX
 
 
