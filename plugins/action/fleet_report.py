@@ -62,6 +62,11 @@ def _templating_once(templar):
     return template
 
 
+def _without_times(rows):
+    """Rows without when each host's facts are from (None stays None: no report yet)."""
+    return None if rows is None else [{k: v for k, v in row.items() if k != "facts_at"} for row in rows]
+
+
 def _report_json(generated, summary_, rows):
     """The JSON report with one host per line: readable, diffable, and written by json's C encoder (indent=2 takes
     the pure-Python one, 4x slower for 5,000 hosts)."""
@@ -91,13 +96,15 @@ class ActionModule(ActionBase):
             with open(json_path, encoding="utf-8") as stream:
                 previous = json.load(stream).get("rows")
         result.update(
-            changed=previous != rows,
+            # A row's facts time moves on every gathering: the files follow it, but only a change in what the fleet
+            # is counts as changed (a converged fleet's second run is idempotent).
+            changed=_without_times(previous) != _without_times(rows),
             summary=summary(rows),
             files=[os.path.join(dest, name) for name in FILES],
             unhealthy=[r["host"] for r in rows if r["health"] in ("critical", "warning")],
             drifted=[r["host"] for r in rows if r["drift"]],
         )
-        if self._task.check_mode or not result["changed"]:
+        if self._task.check_mode or previous == rows:
             return result
         generated = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         os.makedirs(dest, exist_ok=True)

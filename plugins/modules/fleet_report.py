@@ -22,7 +22,8 @@ description:
     framework only with C(horovod)).
   - The HTML page filters its rows by health, kind of drift and text, in the page (no server); the filters live in
     the URL's fragment (C(fleet-report.html#health=critical&drift=driver)), so a filtered view can be linked.
-  - Reports C(changed) only when a row changed since the last report.
+  - Reports C(changed) only when a row changed since the last report; a newer facts time alone (the C(Facts from)
+    column) rewrites the files without counting as a change.
 options:
   hosts:
     description: Inventory hosts to report on, usually C(groups['all']).

@@ -2,7 +2,11 @@
 
 import json
 
-from ansible_collections.gpufleet.stack.plugins.action.fleet_report import _report_json, _templating_once
+from ansible_collections.gpufleet.stack.plugins.action.fleet_report import (
+    _report_json,
+    _templating_once,
+    _without_times,
+)
 
 
 class CountingTemplar:
@@ -40,3 +44,13 @@ def test_plain_values_are_templated_each_time():
     templar = CountingTemplar()
     template = _templating_once(templar)
     assert [template("{{ x }}"), template("{{ x }}")] == ["{{ x }}", "{{ x }}"] and templar.calls == 2
+
+
+def test_newer_facts_alone_are_not_a_change():
+    """Every gathering stamps a row's facts time: a converged fleet's second run must still be idempotent."""
+    before = [{"host": "gpu-1", "health": "ok", "facts_at": "2026-12-06T04:00:00Z"}]
+    fresher = [{"host": "gpu-1", "health": "ok", "facts_at": "2026-12-06T05:00:00Z"}]
+    hotter = [{"host": "gpu-1", "health": "critical", "facts_at": "2026-12-06T05:00:00Z"}]
+    assert _without_times(before) == _without_times(fresher)
+    assert _without_times(before) != _without_times(hotter)
+    assert _without_times(None) is None
