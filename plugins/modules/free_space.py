@@ -23,11 +23,13 @@ options:
       - Directory to MiB it needs free. Default what an NVIDIA driver, CUDA and DKMS upgrade writes
         (C(/var/cache/apt/archives) 1024, C(/usr) 4096, C(/var/lib/dkms) 512, C(/boot) 200).
     type: dict
+extends_documentation_fragment:
+  - gpufleet.stack.attributes
+  - gpufleet.stack.attributes.read_only
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+  platform:
+    platforms: posix
+    details: Linux hosts.
 """
 
 EXAMPLES = r"""
