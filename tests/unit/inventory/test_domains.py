@@ -82,6 +82,12 @@ REFUSED = [
     ("gpufleet_upgrade_serial", "\uff15\uff10%", "not a host count or a percentage"),
     ("gpu_monitoring_interval", "2w", "longer than 86400 s"),
     ("gpu_monitoring_interval", "99999999999h", "longer than 86400 s"),
+    ("gpufleet_apt_lock_timeout", 3601, "out of range (0 to 3600)"),
+    ("gpufleet_apt_lock_timeout", "\u0661\u0662\u0660", "not a whole number"),
+    ("gpufleet_upgrade_free_mib", {"boot": 300}, "which is not in the form /boot"),
+    ("gpufleet_upgrade_free_mib", {"/boot/../etc": 300}, "which is not in the form /boot"),
+    ("gpufleet_upgrade_free_mib", {"/boot": -1}, "out of range (0 to 1048576)"),
+    ("gpufleet_upgrade_free_mib", {"/boot": 1e9}, "not a whole number"),
     # Ports.
     ("gpu_monitoring_node_exporter_listen_address", ":0", "its port is not 1-65535"),
     ("gpu_monitoring_dcgm_exporter_listen_address", "127.0.0.1:99999", "its port is not 1-65535"),
@@ -140,6 +146,8 @@ ACCEPTED = [
     ("gpu_validation_image", "registry.example.org:5000/team/cuda-base:12.8"),
     ("gpu_validation_image", "nvidia/cuda:12.8.0-base-ubuntu24.04"),
     ("node_drain_slurm_node_name", "gpu-017"),
+    ("gpufleet_apt_lock_timeout", 0),
+    ("gpufleet_upgrade_free_mib", {"/boot": 300, "/usr": 8192, "/var/lib/dkms": 1024}),
 ]
 
 
