@@ -32,6 +32,8 @@ def run(workdir, env, group_vars, *, playbook="site.yml", host_vars_text="", ext
     (inv / "group_vars" / "all.yml").write_text(yaml.safe_dump(group_vars))
     (inv / "host_vars" / "gpu-x.yml").write_text(host_vars_text or "{}\n")
     binary = str(PLAYBOOK_BIN) if PLAYBOOK_BIN.exists() else shutil.which("ansible-playbook")
-    argv = [binary, "-i", str(inv), playbook, "-e", f"gpufleet_report_dir={Path(workdir) / 'report'}", *extra]
+    # Each run's own report and upgrade locks: runs side by side name the same host.
+    argv = [binary, "-i", str(inv), playbook, "-e", f"gpufleet_report_dir={Path(workdir) / 'report'}",
+            "-e", f"gpufleet_upgrade_lock_dir={Path(workdir) / 'locks'}", *extra]  # fmt: skip
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     return proc.returncode, proc.stdout + proc.stderr
