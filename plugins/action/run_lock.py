@@ -64,7 +64,10 @@ class ActionModule(ActionBase):
                 os.unlink(mine)
             return dict(result, changed=existed, msg=f"released {mine}" if existed else "no lock of this run")
         try:
-            os.makedirs(directory, mode=0o1777, exist_ok=True)
+            if not os.path.isdir(directory):
+                # Every operator's runs write here, as in /var/tmp itself: writable by all, each record its owner's.
+                os.makedirs(directory, exist_ok=True)
+                os.chmod(directory, 0o1777)
             with open(os.path.join(directory, ".lock"), "a", encoding="utf-8") as guard:
                 fcntl.flock(guard, fcntl.LOCK_EX)  # two runs starting at once take turns here
                 now = time.time()
