@@ -380,4 +380,5 @@ def test_debian_python3_pynvml_gives_the_same_facts(profile, tmp_path, debian_py
     assert old["gpu_count"] == new["gpu_count"] > 0, name
     assert old.pop("nvml_bindings")["path"].startswith(str(path)), name  # the facts say which bindings they used
     assert new.pop("nvml_bindings")["version"] == version("nvidia-ml-py")
+    assert old.pop("gathered_at") <= new.pop("gathered_at")  # two runs, seconds apart
     assert old == new
