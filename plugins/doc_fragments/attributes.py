@@ -37,3 +37,17 @@ attributes:
     description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
 """
+
+    # Modules whose work is an action plugin on the controller (fleet_report, run_lock): each adds its check_mode.
+    CONTROLLER = r"""
+options: {}
+attributes:
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+    details: Runs on the controller.
+  action:
+    description: Implemented by an action plugin on the controller.
+    support: full
+"""

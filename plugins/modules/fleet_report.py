@@ -38,18 +38,11 @@ options:
     required: true
 extends_documentation_fragment:
   - gpufleet.stack.attributes
+  - gpufleet.stack.attributes.controller
 attributes:
   check_mode:
     support: full
     details: Reports whether the report would change, without writing files.
-  diff_mode:
-    support: none
-  platform:
-    platforms: all
-    details: Runs on the controller.
-  action:
-    description: Implemented by an action plugin on the controller.
-    support: full
 author:
   - gpufleet.stack maintainers (@gpufleet)
 seealso:

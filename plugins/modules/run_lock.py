@@ -44,18 +44,11 @@ options:
     default: 86400
 extends_documentation_fragment:
   - gpufleet.stack.attributes
+  - gpufleet.stack.attributes.controller
 attributes:
   check_mode:
     support: full
     details: Refuses as it would, writes and removes nothing.
-  diff_mode:
-    support: none
-  platform:
-    platforms: all
-    details: Runs on the controller.
-  action:
-    description: Implemented by an action plugin on the controller.
-    support: full
 author:
   - gpufleet.stack maintainers (@gpufleet)
 """
