@@ -40,7 +40,9 @@ def _records(directory):
         if name.startswith("run-") and name.endswith(".json"):
             try:
                 with open(os.path.join(directory, name), encoding="utf-8") as stream:
-                    found.append((name, json.load(stream)))
+                    record = json.load(stream)
+                if isinstance(record, dict):
+                    found.append((name, record))
             except (OSError, ValueError):
                 continue  # a record being written, or not ours
     return found

@@ -18,7 +18,9 @@ def alive(record, here, pid_exists, now, max_age):
     """Whether a record's run may still be going."""
     if record.get("controller") == here:
         return pid_exists(record.get("pid"))
-    return now - float(record.get("started") or 0) < max_age
+    started = record.get("started")
+    # A record without a start time in seconds is no one's run (a hand-written or damaged file): it holds nothing.
+    return isinstance(started, (int, float)) and not isinstance(started, bool) and now - started < max_age
 
 
 def holders(records, hosts, *, here, pid_exists, now, max_age):
@@ -34,7 +36,8 @@ def holders(records, hosts, *, here, pid_exists, now, max_age):
 
 def describe(record, common, now):
     """ "ana on bastion-1 (pid 4242, playbooks/upgrade.yml, running 12 min) holds gpu-1, gpu-2 and 3 more" """
-    minutes = max(0, int((now - float(record.get("started") or now)) // 60))
+    started = record.get("started")
+    minutes = max(0, int((now - started) // 60)) if isinstance(started, (int, float)) else 0
     shown = ", ".join(common[:MAX_SHOWN_HOSTS]) + (
         f" and {len(common) - MAX_SHOWN_HOSTS} more" if len(common) > MAX_SHOWN_HOSTS else ""
     )

@@ -48,6 +48,7 @@ filesystems:
 """
 
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils import _disk
@@ -63,7 +64,8 @@ def main():
     given = module.params["needs"]
     needs = dict(_disk.DEFAULT_NEEDS) if given is None else {}
     for directory, mib in (given or {}).items():
-        if not str(directory).startswith("/") or not str(mib).isdigit():
+        # ASCII digits only, as the inventory schema reads numbers (str.isdigit also takes "١٢٠").
+        if not str(directory).startswith("/") or not re.fullmatch(r"[0-9]+", str(mib)):
             module.fail_json(msg=f"needs: {directory}: {mib} is not an absolute directory and a whole number of MiB")
         needs[directory] = (int(mib), _disk.DEFAULT_NEEDS.get(directory, (0, "the install"))[1])
     problems, figures = _disk.shortfalls(needs, statvfs, os.path.isdir)

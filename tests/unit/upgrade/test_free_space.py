@@ -43,3 +43,8 @@ def test_the_module_refuses_what_the_filesystem_cannot_hold(run_module):
     assert f"MiB free for /dev/shm/gpufleet-test (the install, {free_mib + 64} MiB)" in result["msg"]
     rc, result = run_module("gpufleet.stack.free_space", {"needs": {"/dev/shm": 1}})
     assert rc == 0 and result["filesystems"][0].endswith(": 1 MiB needed")
+
+
+def test_the_module_takes_ascii_digits_only(run_module):
+    rc, result = run_module("gpufleet.stack.free_space", {"needs": {"/dev/shm": "\u0661\u0662"}})
+    assert rc != 0 and "is not an absolute directory and a whole number of MiB" in result["msg"]

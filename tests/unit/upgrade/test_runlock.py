@@ -32,3 +32,8 @@ def test_the_holder_is_named_with_its_hosts():
         "ana on bastion-1 (pid 4242, playbooks/upgrade.yml, running 12 min) holds gpu-1, gpu-2, gpu-3, gpu-4, gpu-5 "
         "and 3 more"
     )
+
+
+def test_a_record_without_a_start_time_from_another_controller_holds_nothing():
+    for started in ("yesterday", None, True):
+        assert held([dict(RUN, started=started)], ["gpu-1"], here="bastion-2", running=()) == []
