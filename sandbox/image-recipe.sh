@@ -10,9 +10,10 @@ root=$(mktemp -d "${TMPDIR:-/tmp}/gpufleet-rootfs-${suite}.XXXXXX")
 trap 'rm -rf "$root" "$root.log"' EXIT
 
 # What a node needs for Ansible and our roles: systemd as PID 1, python3 (+ apt bindings for
-# ansible.builtin.apt), sudo, and what apt needs to verify signed third-party repositories.
-debootstrap --variant=minbase \
-  --include=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,ca-certificates,gnupg,procps,kmod,pciutils"$extra" \
+# ansible.builtin.apt), sudo and an SSH server (for inventories that connect as a real fleet does), and what apt
+# needs to verify signed third-party repositories.
+packages=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,openssh-server,ca-certificates,gnupg,procps,kmod,pciutils
+debootstrap --variant=minbase --include="$packages$extra" \
   "$suite" "$root" "$mirror" >"$root.log" 2>&1 || { cat "$root.log" >&2; exit 1; }
 rm -f "$root.log"
 
@@ -25,6 +26,10 @@ for unit in systemd-resolved.service systemd-timesyncd.service getty.target \
   systemd-networkd.service apt-daily.timer apt-daily-upgrade.timer; do
   ln -sf /dev/null "$root/etc/systemd/system/$unit"
 done
+# No SSH server until `sandbox/fleet up` gives the node its port (the nodes share the host's network) and its own
+# host keys: none are baked into the image, or every node would have the same ones.
+rm -f "$root"/etc/ssh/ssh_host_* "$root"/etc/systemd/system/sshd.service \
+  "$root"/etc/systemd/system/multi-user.target.wants/ssh.service "$root"/etc/systemd/system/sockets.target.wants/ssh.socket
 # Ansible's become works without a tty.
 echo 'Defaults !requiretty' >"$root/etc/sudoers.d/gpufleet-sandbox"
 chmod 0440 "$root/etc/sudoers.d/gpufleet-sandbox"

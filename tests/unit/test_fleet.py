@@ -8,16 +8,37 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def node(name, image="debian12"):
-    return {"Name": f"/{name}", "Config": {"Labels": {"gpufleet.sandbox": "1", "gpufleet.sandbox.image": image}}}
+def node(name, image="debian12", port=22200):
+    labels = {"gpufleet.sandbox": "1", "gpufleet.sandbox.image": image, "gpufleet.sandbox.ssh_port": str(port)}
+    return {"Name": f"/{name}", "Config": {"Labels": labels}}
 
 
-def test_inventory_reaches_nodes_through_docker_only(fleet):
+def test_inventory_reaches_nodes_through_docker_by_default(fleet):
     inventory = yaml.safe_load(fleet.render_inventory([node("gpu-1"), node("gpu-2", "debian13")]))
     hosts = inventory["all"]["children"]["gpu_nodes"]["hosts"]
     assert list(hosts) == ["gpu-1", "gpu-2"]
     assert {h["ansible_connection"] for h in hosts.values()} == {"community.docker.docker"}
     assert hosts["gpu-2"]["gpufleet_sandbox_image"] == "debian13"
+
+
+def test_an_ssh_inventory_reaches_each_node_on_its_port_as_a_user_with_become_and_checks_host_keys(fleet):
+    rendered = fleet.render_inventory([node("gpu-1"), node("gpu-2", port=22201)], "ssh")
+    hosts = yaml.safe_load(rendered)["all"]["children"]["gpu_nodes"]["hosts"]
+    assert [(h["ansible_connection"], h["ansible_host"], h["ansible_port"]) for h in hosts.values()] == [
+        ("ssh", "127.0.0.1", 22200),
+        ("ssh", "127.0.0.1", 22201),
+    ]
+    gpu1 = hosts["gpu-1"]
+    assert (gpu1["ansible_user"], gpu1["ansible_become"]) == ("fleet", True)
+    assert gpu1["ansible_ssh_private_key_file"] == str(fleet.SSH_DIR / "id_ed25519")
+    args = gpu1["ansible_ssh_common_args"]
+    assert f"-o UserKnownHostsFile={fleet.SSH_DIR / 'known_hosts'}" in args and "StrictHostKeyChecking=yes" in args
+
+
+def test_a_node_made_before_ssh_says_to_remake_it(fleet):
+    old = {"Name": "/gpu-9", "Config": {"Labels": {"gpufleet.sandbox": "1"}}}
+    with pytest.raises(fleet.FleetError, match="made before sandbox nodes had SSH"):
+        fleet.render_inventory([old], "ssh")
 
 
 def test_empty_inventory_is_valid_and_has_no_hosts(fleet):
