@@ -10,8 +10,8 @@ short_description: What a failed step of a host's upgrade records, and whether t
 version_added: "0.2.0"
 description:
   - From the failed task's name, its result and the upgrade step, returns the outcome (C(failed/<gate or step>),
-    C(blocked/drain), C(skipped/drain), C(reboot-required/reboot)), the message, whether node_drain's mark_failed
-    runs and the drain reason it gets.
+    C(blocked/drain), C(skipped/drain), C(reboot-required/reboot), C(unreachable/<step>)), the message, whether
+    node_drain's mark_failed runs and the drain reason it gets.
 options:
   _input:
     description: The failed task's name.
@@ -34,6 +34,23 @@ options:
   drain:
     description: The host's C(node_drain_status).
     type: dict
+  lost:
+    description:
+      - The host does not answer any more (the rescue pings it). The outcome is then C(unreachable/<step>), and
+        nothing more is done on the host.
+    type: bool
+    default: false
+  delegate:
+    description: C(node_drain_slurm_delegate_to); empty runs Slurm's commands on the node itself.
+    type: str
+    default: ""
+  others:
+    description:
+      - The run's other hosts that still answer. Slurm's commands for a lost node run on the first of them when no
+        delegate is set (every Slurm node has slurm.conf and the munge key); with none, the node keeps its drain.
+    type: list
+    elements: str
+    default: []
 """
 
 EXAMPLES = r"""
@@ -42,7 +59,9 @@ failure: "{{ ansible_failed_task.name | gpufleet.stack.upgrade_failure(ansible_f
 
 RETURN = r"""
 _value:
-  description: C(status), C(step), C(outcome), C(message), C(mark_failed), C(drain_failure), C(node_state).
+  description:
+    - C(status), C(step), C(outcome), C(message), C(mark_failed), C(drain_failure), C(node_state), C(lost).
+    - C(slurm_host), where node_drain's Slurm commands run (empty for the node itself).
   type: dict
 """
 

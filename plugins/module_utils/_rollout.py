@@ -59,3 +59,25 @@ def summary(hosts, outcomes):
         by.setdefault(outcomes.get(host) or "not reached", []).append(host)
     order = sorted(by, key=lambda o: (o == "not reached", o not in GOOD, o))
     return [f"{o}: {', '.join(by[o])}" for o in order]
+
+
+def unreachable_as_failed(result):
+    """Turn a task result that found its host unreachable into a failed one (in place; plugins/strategy/rollout.py),
+    marked gpufleet_unreachable, and the same for each loop item that did. True when it changed the result."""
+    if not isinstance(result, dict):
+        return False
+    loop = result.get("results")
+    items = [r for r in loop if isinstance(r, dict)] if isinstance(loop, list) else []
+    lost = False
+    for part in [result, *items]:
+        if part.get("unreachable"):
+            part.update(
+                unreachable=False,
+                failed=True,
+                gpufleet_unreachable=True,
+                msg=f"the host stopped answering: {str(part.get('msg') or 'unreachable').strip()}",
+            )
+            lost = True
+    if lost and not result.get("gpufleet_unreachable"):  # a loop: the task as a whole failed the same way
+        result.update(failed=True, gpufleet_unreachable=True, msg="the host stopped answering during the loop")
+    return lost

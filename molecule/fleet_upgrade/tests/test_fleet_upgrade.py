@@ -397,3 +397,63 @@ def test_site_names_a_host_that_fails_verification(tmp_path):
     failed = {r["host"]: d for r in rows for d in r["drift"] if d.startswith("verification failed:")}
     assert list(failed) == ["fleet-gpu-3"] and reason in failed["fleet-gpu-3"], failed
     assert_at("fleet-gpu-3", "570.133.20")  # verification changed nothing
+
+
+def power_cut_when(name, marker, timeout=900):
+    """docker kill NAME (the container, its sshd and every process at once, as a power cut) once MARKER exists."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sh("docker", "exec", name, "test", "-e", marker, check=False).returncode == 0:
+            sh("docker", "kill", name)
+            return
+        time.sleep(0.3)
+
+
+def test_a_node_that_vanishes_mid_install_is_named_unreachable_recorded_and_resumed(tmp_path):
+    """fleet-gpu-3 (570.133.20 since the rollback) goes to 570.172.08 and loses its power while apt holds the install:
+    an apt hook on the node (DPkg::Pre-Invoke) marks the moment and waits, and the test kills the container then. Over
+    SSH the connection drops (Ansible's unreachable). The rollout (with fleet-gpu-2, already at the target) names the
+    host unreachable at the install step, marks it failed in Slurm through fleet-gpu-2's scontrol (the node's own
+    cannot run), records it in the fact cache, refreshes the report (the host
+    critical, its last facts kept) and prints the summary and what next. Back on, a rerun resumes and finishes it."""
+    victim, marker = "fleet-gpu-3", "/run/gpufleet-vanish"
+    hook = "/etc/apt/apt.conf.d/00gpufleet-vanish"
+    node(victim, f"""echo 'DPkg::Pre-Invoke {{ "touch {marker}; sleep 600"; }};' > {hook}""")
+    cut = threading.Thread(target=power_cut_when, args=(victim, marker), daemon=True)
+    cut.start()
+    try:
+        proc = upgrade(tmp_path, "570.172.08", "--limit", f"fleet-gpu-2,{victim}")
+    finally:
+        cut.join(timeout=10)
+        sh("docker", "start", victim)
+    assert proc.returncode != 0
+    out = " ".join((proc.stdout + proc.stderr).split())
+    said = out[out.find(f"{victim}: upgrade unreachable/install") :][:3000]
+    assert f"{victim}: upgrade unreachable/install at step install:" in out, out[-6000:]
+    assert "the module returned no result, so what the host has is not known" in said, said
+    assert "The node stopped answering and stays drained in slurm (the controller's fact cache records it)" in said, (
+        said
+    )
+    assert "Next: bring the node back (power, network, sshd), then fix the cause and rerun" in said, said
+    assert f"unreachable/install: {victim}" in out, "the summary names it"
+    state, reason = slurm_node(victim)
+    assert "DRAIN" in state and reason.startswith("gpufleet: upgrade lost the node at install"), (state, reason)
+    assert slurm_node("fleet-gpu-2") == ("IDLE", ""), "the host that ran scontrol for it is untouched"
+    row = next(r for r in json.loads((tmp_path / "report" / "fleet-report.json").read_text())["rows"]
+               if r["host"] == victim)  # fmt: skip
+    assert row["upgrade"]["outcome"] == "unreachable/install" and row["health"] == "critical", row
+    assert "the host stopped answering during its upgrade, at step install" in row["findings"][0]["what"], row
+    assert row["facts_at"], "its last known facts are kept, with their time"
+
+    for _attempt in range(90):  # back on: systemd boots, sshd comes up on the node's port
+        if node(victim, "systemctl is-system-running", check=False).strip() in ("running", "degraded"):
+            break
+        time.sleep(1)
+    node(victim, f"rm -f {hook}")
+    # What it had before the power cut is still there (apt had not started dpkg), and the run's record says where
+    # it stopped; the rerun resumes the host from it.
+    proc = upgrade(tmp_path, "570.172.08", "--limit", victim)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert_at(victim, "570.172.08")
+    assert slurm_node(victim) == ("IDLE", "")
+    assert state_file(victim)["outcome"] == "done"

@@ -99,6 +99,10 @@ REFUSED = [
     ("dataset_cache_mounts", mount(mode="755 "), "not in the expected form"),
     # Names a command line would read as options.
     ("node_drain_slurm_node_name", "-rf", "not in the expected form"),
+    ("node_drain_slurm_delegate_to", "-oProxyCommand=id", "not in the expected form"),
+    ("node_drain_slurm_delegate_to", "ctl;reboot", "not in the expected form"),
+    ("node_drain_slurm_delegate_to", "../ctl", "not in the expected form"),
+    ("node_drain_slurm_delegate_to", "slurm ctl", "not in the expected form"),
     ("gpu_validation_image", "--privileged", "not in the expected form"),
     ("gpu_validation_image", "ubuntu;reboot", "not in the expected form"),
     ("dataset_cache_mounts", mount(owner="-root"), "not in the expected form"),
@@ -146,6 +150,8 @@ ACCEPTED = [
     ("gpu_validation_image", "registry.example.org:5000/team/cuda-base:12.8"),
     ("gpu_validation_image", "nvidia/cuda:12.8.0-base-ubuntu24.04"),
     ("node_drain_slurm_node_name", "gpu-017"),
+    ("node_drain_slurm_delegate_to", "slurm-ctl.example.org"),
+    ("node_drain_slurm_delegate_to", ""),
     ("gpufleet_apt_lock_timeout", 0),
     ("gpufleet_upgrade_free_mib", {"/boot": 300, "/usr": 8192, "/var/lib/dkms": 1024}),
 ]

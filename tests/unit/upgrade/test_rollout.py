@@ -30,3 +30,31 @@ def test_the_summary_puts_the_hosts_not_reached_last():
     outcomes = {"gpu-01": "done", "gpu-02": "failed/install", "gpu-03": "at-target"}
     assert r.summary(HOSTS[:5], outcomes) == [
         "at-target: gpu-03", "done: gpu-01", "failed/install: gpu-02", "not reached: gpu-04, gpu-05"]  # fmt: skip
+
+
+def test_an_unreachable_result_becomes_a_failure_the_rescue_can_see():
+    """plugins/strategy/rollout.py: Ansible drops an unreachable host without its block's rescue."""
+    result = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh: Connection refused"}
+    assert r.unreachable_as_failed(result)
+    assert result == {
+        "unreachable": False,
+        "failed": True,
+        "changed": False,
+        "gpufleet_unreachable": True,
+        "msg": "the host stopped answering: Failed to connect to the host via ssh: Connection refused",
+    }
+
+
+def test_a_loop_item_that_lost_its_host_fails_the_loop():
+    result = {"results": [{"item": 1, "changed": True}, {"item": 2, "unreachable": True, "msg": "gone"}, "odd"]}
+    assert r.unreachable_as_failed(result)
+    assert result["results"][1]["failed"] and result["results"][1]["unreachable"] is False
+    assert result["failed"] and result["gpufleet_unreachable"] and "during the loop" in result["msg"]
+    assert "failed" not in result["results"][0]
+
+
+def test_other_results_are_left_alone():
+    for result in ({"changed": True}, {"failed": True, "msg": "E: dpkg"}, {"unreachable": False}):
+        before = dict(result)
+        assert not r.unreachable_as_failed(result) and result == before
+    assert not r.unreachable_as_failed(None)
