@@ -108,6 +108,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.stack.plugins.module_utils._contain import contained
 from ansible_collections.gpufleet.stack.plugins.module_utils._stack_gather import gather, scanner_for
 
 
@@ -120,7 +121,8 @@ def main():
         supports_check_mode=True,
     )
     installed = gather(scanner_for(module, module.params["root"]), module.params["python_envs"])
-    module.exit_json(changed=False, ansible_facts={"gpufleet_installed": installed})
+    # Package and wheel metadata is the node's to write: decoded, cleaned and bounded as gpu_facts' facts are.
+    module.exit_json(changed=False, ansible_facts=contained({"gpufleet_installed": installed}))
 
 
 if __name__ == "__main__":
