@@ -285,3 +285,28 @@ def test_interpreter_env_is_asked_for_its_site_packages(tmp_path):
     assert found["frameworks"]["horovod"][0]["version"] == "0.28.1"
     assert shutil.which("dpkg-query")  # the host path ran the real package query too
     assert found["package_manager"] == "dpkg"
+
+
+def test_module_main_contains_what_a_wheel_says_of_itself(tmp_path):
+    """A wheel's METADATA is the node's to write: a Name with terminal escapes, markup and 60 000 more characters
+    reaches the facts as one bounded line with the escapes replaced; the version is still read."""
+    meta = tmp_path / SITE / "nvidia_nccl_cu12-2.26.2.dist-info" / "METADATA"
+    meta.parent.mkdir(parents=True)
+    name = "nvidia-nccl-cu12\x1b]0;owned\x07<img src=x onerror=alert(1)>" + "x" * 60000
+    meta.write_bytes(f"Metadata-Version: 2.1\nName: {name}\nVersion: 2.26.2\n".encode() + b"Summary: \xff\xfe\n")
+    args = {"ANSIBLE_MODULE_ARGS": {"root": str(tmp_path), "python_envs": ["/opt/venv"], "_ansible_check_mode": True}}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ansible_collections.gpufleet.stack.plugins.modules.stack_facts"],
+        input=json.dumps(args),
+        check=False,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "collections")),
+        timeout=60,
+    )
+    nccl = json.loads(proc.stdout)["ansible_facts"]["gpufleet_installed"]["nccl"]
+    wheel = next(f for f in nccl["findings"] if f.get("scope") == "wheel")
+    assert wheel["version"] == nccl["version"] == "2.26.2"
+    source = wheel["source"]
+    assert source.startswith("wheel nvidia-nccl-cu12\ufffd]0;owned\ufffd<img src=x onerror=alert(1)>xxx"), source[:80]
+    assert len(source) < 4200 and source.endswith("more characters cut]"), source[-80:]
