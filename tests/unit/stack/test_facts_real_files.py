@@ -187,19 +187,23 @@ def test_header_and_library_agree(host, nccl_wheel, cudnn_wheel):
     )
 
 
-def test_module_main_returns_facts_under_one_key(host):
-    args = {"ANSIBLE_MODULE_ARGS": {"root": str(host), "python_envs": ["/opt/venv"], "_ansible_check_mode": True}}
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "collections"))
+def run_module(root):
+    """stack_facts' main() in its own process, as Ansible runs it, on the host tree ROOT with /opt/venv."""
+    args = {"ANSIBLE_MODULE_ARGS": {"root": str(root), "python_envs": ["/opt/venv"], "_ansible_check_mode": True}}
     proc = subprocess.run(
         [sys.executable, "-m", "ansible_collections.gpufleet.stack.plugins.modules.stack_facts"],
         input=json.dumps(args),
         check=False,
         capture_output=True,
         text=True,
-        env=env,
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "collections")),
         timeout=60,
     )
-    result = json.loads(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def test_module_main_returns_facts_under_one_key(host):
+    result = run_module(host)
     assert result["changed"] is False
     assert list(result["ansible_facts"]) == ["gpufleet_installed"]
     assert result["ansible_facts"]["gpufleet_installed"]["cudnn"]["version"] == "9.6.0.74"
@@ -294,17 +298,7 @@ def test_module_main_contains_what_a_wheel_says_of_itself(tmp_path):
     meta.parent.mkdir(parents=True)
     name = "nvidia-nccl-cu12\x1b]0;owned\x07<img src=x onerror=alert(1)>" + "x" * 60000
     meta.write_bytes(f"Metadata-Version: 2.1\nName: {name}\nVersion: 2.26.2\n".encode() + b"Summary: \xff\xfe\n")
-    args = {"ANSIBLE_MODULE_ARGS": {"root": str(tmp_path), "python_envs": ["/opt/venv"], "_ansible_check_mode": True}}
-    proc = subprocess.run(
-        [sys.executable, "-m", "ansible_collections.gpufleet.stack.plugins.modules.stack_facts"],
-        input=json.dumps(args),
-        check=False,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=str(ROOT / "collections")),
-        timeout=60,
-    )
-    nccl = json.loads(proc.stdout)["ansible_facts"]["gpufleet_installed"]["nccl"]
+    nccl = run_module(tmp_path)["ansible_facts"]["gpufleet_installed"]["nccl"]
     wheel = next(f for f in nccl["findings"] if f.get("scope") == "wheel")
     assert wheel["version"] == nccl["version"] == "2.26.2"
     source = wheel["source"]
