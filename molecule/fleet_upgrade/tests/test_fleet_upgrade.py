@@ -4,9 +4,10 @@ Runs after converge (site.yml at driver 570.133.20, gres.conf on every node, Gre
 idempotence. The tests run in file order, each starting from the state the previous one left: upgrade the fleet in
 canary batches while a GPU job runs, inject a failing package, fix it and converge, block a node with a stray GPU
 process and skip one whose job outlives the drain timeout, lose a GPU from NVML on one node while another refuses a
-reboot into a kernel without the module (one batch), roll one node back, and let site.yml's verification name the
-node that differs. Three GPU nodes and few playbook runs: each run costs about a minute per batch on the 2-core CI
-machine (2026-12-06: 171 tasks, 64 s for one node), so the tests share runs where the outcomes cannot interfere.
+reboot into a kernel without the module (one batch), roll one node back, let site.yml's verification name the node
+that differs, hold dpkg's lock on it past the wait, then cut its power mid-install and bring it back. Three GPU nodes
+and few playbook runs: each run costs about a minute per batch on the 2-core CI machine (2026-12-06: 171 tasks, 64 s
+for one node), so the tests share runs where the outcomes cannot interfere.
 
 What runs for real: Slurm (drain, the job's life, slurmd registration, gres.conf validation, Gres counts), apt and
 dpkg with NVIDIA's package graph, systemd units with their drop-ins, the stand-in daemons' journals. Through the
@@ -399,6 +400,56 @@ def test_site_names_a_host_that_fails_verification(tmp_path):
     assert_at("fleet-gpu-3", "570.133.20")  # verification changed nothing
 
 
+# Holds the package manager's locks as apt and unattended-upgrades do (fcntl write locks on dpkg's lock-frontend and
+# lock; apt names the holder from them), until killed or, with "until-apt-waits", until an apt-get install with a
+# lock timeout (the package engine's) has waited 3 s for them.
+LOCK_HOLDER = """
+import fcntl, os, subprocess, sys, time
+locks = [os.open(p, os.O_RDWR | os.O_CREAT, 0o640) for p in ("/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock")]
+for fd in locks:
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+open("/run/gpufleet-lock-holder.pid", "w").write(str(os.getpid()))
+waiting = ["pgrep", "-f", "apt-get install .*DPkg::Lock::Timeout="]
+while len(sys.argv) < 2 or subprocess.run(waiting, capture_output=True).returncode != 0:
+    time.sleep(0.5)
+time.sleep(3)
+"""
+
+
+def hold_package_lock(name, until_apt_waits=False):
+    """Start LOCK_HOLDER on the node in the background; its pid once it holds the locks."""
+    node(name, f"cat > /run/gpufleet-lock-holder.py <<'EOF'\n{LOCK_HOLDER}\nEOF\nrm -f /run/gpufleet-lock-holder.pid")
+    mode = ["until-apt-waits"] if until_apt_waits else []
+    sh("docker", "exec", "-d", name, "python3", "/run/gpufleet-lock-holder.py", *mode)
+    for _attempt in range(50):
+        pid = node(name, "cat /run/gpufleet-lock-holder.pid 2>/dev/null", check=False).strip()
+        if pid:
+            return pid
+        time.sleep(0.2)
+    raise AssertionError(f"{name}: the lock holder did not start")
+
+
+def test_a_held_package_lock_is_waited_for_then_refused_naming_its_holder(tmp_path):
+    """fleet-gpu-3 (570.133.20) is to go to 570.172.08 while another process holds dpkg's locks, as unattended-upgrades
+    would. apt waits gpufleet_apt_lock_timeout (2 s here), then the install is refused naming the holder; nothing was
+    installed, the node stays drained with the reason and the outcome failed/install is recorded. (That a wait ends
+    when the lock is let go is shown by the next test's rerun.)"""
+    victim = "fleet-gpu-3"
+    pid = hold_package_lock(victim)
+    try:
+        proc = upgrade(tmp_path, "570.172.08", "--limit", victim, "-e", "gpufleet_apt_lock_timeout=2")
+    finally:
+        node(victim, f"kill {pid}", check=False)
+    assert proc.returncode != 0
+    out = " ".join((proc.stdout + proc.stderr).split())
+    holder = f"/var/lib/dpkg/lock-frontend, held by process {pid} (python3) (waited 2 s, gpufleet_apt_lock_timeout)"
+    assert "the package manager is busy, no package was installed or removed" in out and holder in out, out[-6000:]
+    assert_at(victim, "570.133.20")
+    state, reason = slurm_node(victim)
+    assert "DRAIN" in state and reason.startswith("gpufleet: upgrade failed at install"), (state, reason)
+    assert state_file(victim)["outcome"] == "failed/install"
+
+
 def power_cut_when(name, marker, timeout=900):
     """docker kill NAME (the container, its sshd and every process at once, as a power cut) once MARKER exists."""
     deadline = time.monotonic() + timeout
@@ -451,9 +502,12 @@ def test_a_node_that_vanishes_mid_install_is_named_unreachable_recorded_and_resu
         time.sleep(1)
     node(victim, f"rm -f {hook}")
     # What it had before the power cut is still there (apt had not started dpkg), and the run's record says where
-    # it stopped; the rerun resumes the host from it.
+    # it stopped; the rerun resumes the host from it. Another process holds dpkg's locks when it comes to install
+    # and lets go after apt has waited 3 s: the install waits for it (gpufleet_apt_lock_timeout, 120 s by default).
+    holder = hold_package_lock(victim, until_apt_waits=True)
     proc = upgrade(tmp_path, "570.172.08", "--limit", victim)
     assert proc.returncode == 0, proc.stdout[-6000:]
+    assert node(victim, f"test -d /proc/{holder} || echo gone").strip() == "gone", "the holder let go"
     assert_at(victim, "570.172.08")
     assert slurm_node(victim) == ("IDLE", "")
     assert state_file(victim)["outcome"] == "done"
