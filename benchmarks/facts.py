@@ -4,6 +4,9 @@
    per module as the callback measures it (goal: gpu_facts <= 0.5x setup); and a host's facts in one round trip
    (gpu_facts stack=true) vs ansible.builtin.ping, the cost of any round trip (goal: <= 1.3x ping).
 2. playbooks/facts.yml on 32 nodes vs on 1 node, alternating whole runs, median wall time (goal: <= 5x).
+3. The same nodes reached over SSH as a real fleet is (an unprivileged user, sudo, pipelining, host keys checked;
+   sandbox/node-ssh.sh) beside docker exec as root, alternating: ping, gpu_facts and setup per task on the 8-GPU
+   node, and facts.yml on the 32 nodes.
 
     .venv/bin/python benchmarks/facts.py [--rounds 5] [--nodes 32] [--keep]
 """
@@ -109,6 +112,22 @@ def playbook_time(inventory, limit, cache_dir):
     return wall, (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
 
 
+def connection_figures(inventories, rounds, node, limit, work):
+    """Per connection: the median task times (ping, gpu_facts, setup) on NODE and the median facts.yml wall time on
+    LIMIT, the connections alternating round by round."""
+    tasks = {c: {} for c in inventories}
+    runs = {c: [] for c in inventories}
+    for _round in range(rounds):
+        for connection, inventory in inventories.items():
+            for task, times in module_times(inventory, 1, node).items():
+                tasks[connection].setdefault(task, []).extend(times)
+            runs[connection].append(playbook_time(inventory, limit, work)[0])
+    return {
+        c: {**{t: statistics.median(v) for t, v in tasks[c].items()}, "facts.yml": statistics.median(runs[c])}
+        for c in inventories
+    }
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     p.add_argument("--rounds", type=int, default=5)
@@ -163,6 +182,17 @@ def main():
         print(f"  1 node    median {m_one:.1f} s wall, controller CPU {c_one:.1f} s")
         print(f"  {args.nodes} nodes  median {m_many:.1f} s wall, controller CPU {c_many:.1f} s")
         print(f"  ratio {args.nodes}/1 = {m_many / m_one:.2f}x wall (goal <= 5x), {c_many / c_one:.2f}x controller CPU")
+        ssh_inventory = work / "ssh.yml"
+        sh([FLEET, "up", "--name", "bench-h100", "--fleet", "bench", "--profile", "h100-sxm5-80gb-x8",
+            "--inventory", ssh_inventory, "--connection", "ssh"])  # fmt: skip
+        figures = connection_figures(
+            {"docker exec": inventory, "ssh": ssh_inventory}, args.rounds, "bench-h100", "bench-*:!bench-h100", work
+        )
+        print(f"SSH (user fleet, sudo, pipelining) beside docker exec (root), {args.rounds} rounds, alternating:")
+        for what in ("ping", "gpu_facts", "setup", "facts.yml"):
+            dock, ssh = figures["docker exec"][what], figures["ssh"][what]
+            where = f"{args.nodes} nodes" if what == "facts.yml" else "1 node"
+            print(f"  {what:10} {where:9} docker exec {dock:.3f} s, ssh {ssh:.3f} s, ssh/docker {ssh / dock:.2f}x")
     finally:
         if not args.keep:
             sh([FLEET, "down", "--fleet", "bench", "--inventory", "none"])
