@@ -151,15 +151,24 @@ done
     )
 
 
-def kernel_module_postinst(ver):
-    """dh_dkms's postinst (kmod_source.py: DKMS really builds the module for kernels that have headers); then the
-    module "loads": the sandbox's simulator stands in for nvidia.ko in the running kernel, which in a container is
-    the host's, and the driver's device nodes appear as nvidia-modprobe makes them (195:N per GPU the driver
-    brought up, 195:255 nvidiactl, 195:254 nvidia-modeset, nvidia-uvm on its own major)."""
-    return (
-        "#!/bin/bash\nset -e\n"
-        + kmod_source.POSTINST.format(ver=ver)
-        + f"""[ -f {SIM_PROFILE} ] || exit 0
+DEVNODES = "/usr/lib/nvidia/gpufleet-sandbox-devnodes"
+DEVNODES_UNIT_NAME = "gpufleet-sandbox-nvidia-devnodes.service"
+# A real node loads nvidia.ko at every boot and udev's rule (nvidia-modprobe) makes the device nodes again; a container
+# starts on a fresh /dev. This oneshot stands in for both at boot, before slurmd (which checks every gres.conf File=,
+# "Waiting for gres.conf file /dev/nvidia0", then exits) and the driver's daemons.
+DEVNODES_UNIT = (
+    "[Unit]\nDescription=Make the NVIDIA device nodes (gpufleet.stack sandbox: the module loading at boot)\n"
+    "Before=slurmd.service nvidia-persistenced.service nvidia-fabricmanager.service\n\n"
+    f"[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart={DEVNODES}\n\n[Install]\nWantedBy=multi-user.target\n"
+)
+
+
+def devnodes_script():
+    """The driver's device nodes as nvidia-modprobe makes them (195:N per GPU the driver brought up, 195:255
+    nvidiactl, 195:254 nvidia-modeset, nvidia-uvm on its own major); nothing without a simulated GPU."""
+    return f"""#!/bin/bash
+set -e
+[ -f {SIM_PROFILE} ] || exit 0
 PY_GPUS='{PY_GPUS}'
 gpus="$(python3 -c "$PY_GPUS" {SIM_PROFILE})"
 node() {{ [ -e "$1" ] || mknod -m 0666 "$1" c "$2" "$3" || echo "cannot create $1 (no CAP_MKNOD?)" >&2; }}
@@ -169,7 +178,13 @@ node /dev/nvidia-uvm 509 0
 node /dev/nvidia-uvm-tools 509 1
 for i in $(seq 0 $((gpus - 1))); do node "/dev/nvidia$i" 195 "$i"; done
 """
-    )
+
+
+def kernel_module_postinst(ver):
+    """dh_dkms's postinst (kmod_source.py: DKMS really builds the module for kernels that have headers); then the
+    module "loads": the sandbox's simulator stands in for nvidia.ko in the running kernel, which in a container is
+    the host's, and the driver's device nodes appear (DEVNODES, which also runs at every boot)."""
+    return "#!/bin/bash\nset -e\n" + kmod_source.POSTINST.format(ver=ver) + f"{DEVNODES}\n"
 
 
 FM_UNIT = (
@@ -208,7 +223,12 @@ exit 10
 
     def dkms(flavor):
         return {
-            "files": kmod_source.source_files(ver, flavor, broken),
+            "files": {
+                **kmod_source.source_files(ver, flavor, broken),
+                DEVNODES: (devnodes_script(), 0o755),
+                f"/lib/systemd/system/{DEVNODES_UNIT_NAME}": (DEVNODES_UNIT, 0o644),
+            },
+            "links": {f"/lib/systemd/system/multi-user.target.wants/{DEVNODES_UNIT_NAME}": f"../{DEVNODES_UNIT_NAME}"},
             "postinst": dkms_post,
             "prerm": "#!/bin/sh\nset -e\n" + kmod_source.PRERM.format(ver=ver),
         }

@@ -109,6 +109,18 @@ def slurmd_evidence(name):
     return seen + node(CONTROLLER, f"grep -i -e gres -e {name} /var/log/slurm/slurmctld.log | tail -n 30", check=False)
 
 
+def why_failed(proc, name):
+    """What a failed run said (its fatal lines, each after its task) and what Slurm and the node's slurmd saw."""
+    lines, said, task = proc.stdout.splitlines(), [], ""
+    for line in lines:
+        if line.startswith("TASK ["):
+            task = line
+        elif line.startswith(("fatal:", "failed:")):
+            said += [task, line[:3000]]
+    scheduler = node(CONTROLLER, f"scontrol show node {name}", check=False)
+    return "\n".join([*said, proc.stdout[-3000:], scheduler, slurmd_evidence(name)])
+
+
 def state_file(name):
     return json.loads(node(name, "cat /var/lib/gpufleet/upgrade-state.json"))
 
@@ -501,12 +513,15 @@ def test_a_node_that_vanishes_mid_install_is_named_unreachable_recorded_and_resu
             break
         time.sleep(1)
     node(victim, f"rm -f {hook}")
+    # As a real node's module loads at boot, the device nodes are back before slurmd checks its gres.conf Files.
+    booted = node(victim, "ls /dev/nvidia7 && systemctl is-active slurmd", check=False).split()
+    assert booted == ["/dev/nvidia7", "active"], (booted, slurmd_evidence(victim))
     # What it had before the power cut is still there (apt had not started dpkg), and the run's record says where
     # it stopped; the rerun resumes the host from it. Another process holds dpkg's locks when it comes to install
     # and lets go after apt has waited 3 s: the install waits for it (gpufleet_apt_lock_timeout, 120 s by default).
     holder = hold_package_lock(victim, until_apt_waits=True)
     proc = upgrade(tmp_path, "570.172.08", "--limit", victim)
-    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert proc.returncode == 0, why_failed(proc, victim)
     assert node(victim, f"test -d /proc/{holder} || echo gone").strip() == "gone", "the holder let go"
     assert_at(victim, "570.172.08")
     assert slurm_node(victim) == ("IDLE", "")

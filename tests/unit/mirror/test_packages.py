@@ -12,6 +12,9 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_parse
 
 from .conftest import CUDA12, ROOT, extract
 
+DEVNODES = "/usr/lib/nvidia/gpufleet-sandbox-devnodes"  # the module package's device-node maker and its unit
+DEVNODES_UNIT = "gpufleet-sandbox-nvidia-devnodes.service"
+
 LIB = "usr/lib/x86_64-linux-gnu"
 
 
@@ -88,11 +91,27 @@ def test_broken_driver_postinst_fails_and_good_one_succeeds(mirror, tmp_path):
         script = (ctl / "postinst").read_text()
         assert f"/usr/lib/dkms/common.postinst nvidia {version[:-2]} /usr/share/nvidia-dkms" in script
         assert f"dkms remove -m nvidia -v {version[:-2]} --all" in (ctl / "prerm").read_text()
-        # common.postinst is Debian's dkms, not on this host: stood in by `true` (DKMS builds nothing without headers).
-        (ctl / "postinst").write_text(script.replace("/usr/lib/dkms/common.postinst", "true"))
+        # common.postinst is Debian's dkms, not on this host: stood in by `true` (DKMS builds nothing without headers),
+        # as is the device-node maker (it needs a simulated GPU and CAP_MKNOD: the next test reads what it is).
+        script = script.replace("/usr/lib/dkms/common.postinst", "true").replace(DEVNODES, "true")
+        (ctl / "postinst").write_text(script)
         proc = subprocess.run(["sh", ctl / "postinst", "configure"], capture_output=True, text=True, check=False)
         assert proc.returncode == expect_rc, proc.stderr
         assert ("Bad return status for module build" in proc.stderr) == bool(expect_rc)
+
+
+def test_the_device_nodes_come_back_at_every_boot_before_slurmd(mirror, tmp_path):
+    """A real node loads nvidia.ko at boot and udev makes /dev/nvidia* again; a container starts on a fresh /dev, so the
+    module package ships a oneshot unit, enabled (a wants link in the package), ordered before slurmd: without it a
+    node back from a power cut has no /dev/nvidiaN and slurmd exits waiting for its gres.conf File=."""
+    deb = mirror / "www" / CUDA12 / "nvidia-kernel-open-dkms_570.133.20-1_amd64.deb"
+    subprocess.run(["dpkg-deb", "-x", deb, tmp_path], check=True)
+    unit = tmp_path / "lib/systemd/system" / DEVNODES_UNIT
+    assert f"ExecStart={DEVNODES}" in unit.read_text() and "Before=slurmd.service" in unit.read_text()
+    wants = tmp_path / "lib/systemd/system/multi-user.target.wants" / DEVNODES_UNIT
+    assert wants.is_symlink() and wants.resolve() == unit.resolve()
+    made = (tmp_path / DEVNODES.lstrip("/")).read_text()
+    assert 'node "/dev/nvidia$i" 195 "$i"' in made and "node /dev/nvidiactl 195 255" in made
 
 
 def test_dkms_source_is_the_module_tree_nvidia_packages_ship(mirror, tmp_path):
