@@ -330,30 +330,38 @@ def test_container_toolkit_cves(matrix):
 @pytest.mark.parametrize(
     ("driver", "status", "words"),
     [
-        # The sandbox's driver: below R570's fixes of 5670, 5703 and 5747, and R570 is not in 5821 at all.
+        # The sandbox's old driver: below R570's fixes of 5670, 5703 and 5747, and R570 is in neither 5821 nor 5861.
         ("570.133.20", "warning", "fixed in 570.172.08); bulletin 5703 of 2025-10-09"),
         (
             "570.133.20",
             "warning",
-            "upgrade to 570.211.01 or newer (gpufleet_stack.driver); it has no fix in bulletin 5821",
+            "upgrade to 570.211.01 or newer (gpufleet_stack.driver); it has no fix in bulletins 5821 of 2026-05-19",
         ),
         # R570's last build: every fix its branch got, and none for May 2026's CVSS 8.8 (R570 had ended).
-        ("570.211.01", "warning", "has no fix in bulletin 5821 of 2026-05-19 (CVE-2026-24187 and 12 more, CVSS 8.8)"),
-        ("570.211.01", "warning", "move to a branch 5821 fixes (595.71.05, 580.159.03, 535.309.01 or newer)"),
+        ("570.211.01", "warning", "has no fix in bulletins 5821 of 2026-05-19 (CVE-2026-24187 and 12 more, CVSS 8.8)"),
+        ("570.211.01", "warning", "move to a branch 5861 fixes (615.71.09, 610.57.04, 595.91.07, 580.178.04 or newer)"),
         ("580.95.05", "warning", "fixed in 580.126.09); bulletin 5821 of 2026-05-19"),
         (
             "580.126.09",
             "warning",
             "lacks the fixes of bulletin 5821 of 2026-05-19 (CVE-2026-24187 and 12 more, CVSS 8.8; "
-            "fixed in 580.159.03): upgrade to 580.159.03 or newer",
+            "fixed in 580.159.03); bulletin 5861 of 2026-09-30",
         ),
-        ("580.159.03", "ok", "has the fixes of the 6 GPU Display Driver bulletins in the matrix (the newest: 5821"),
-        ("535.309.01", "ok", "has the fixes of the 6"),
-        ("595.71.05", "ok", "has the fixes of the 6"),
+        (
+            "580.159.03",
+            "warning",
+            "lacks the fixes of bulletin 5861 of 2026-09-30 (CVE-2026-47601 and 79 more, CVSS 7.8; "
+            "fixed in 580.178.04): upgrade to 580.178.04 or newer",
+        ),
+        ("580.178.04", "ok", "has the fixes of the 7 GPU Display Driver bulletins in the matrix (the newest: 5861"),
+        ("595.71.05", "warning", "fixed in 595.91.07): upgrade to 595.91.07 or newer"),
+        ("595.91.07", "ok", "has the fixes of the 7"),
+        # R535 ended in June 2026: its last fix is 5821's, and 5861 lists no R535 row.
+        ("535.309.01", "warning", "has no fix in bulletin 5861 of 2026-09-30"),
         # R590 was fixed in January 2026; May 2026 replaced it with R595 (revision 2 of bulletin 5821).
-        ("590.48.01", "warning", "no fix in bulletin 5821"),
+        ("590.48.01", "warning", "no fix in bulletins 5821 of 2026-05-19"),
         # Newer than every branch a bulletin lists (released after it): not judged by it.
-        ("620.70.06", "ok", "has the fixes of the 6"),
+        ("620.70.06", "ok", "has the fixes of the 7"),
     ],
 )
 def test_driver_security_bulletins(matrix, driver, status, words):
