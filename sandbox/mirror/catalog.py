@@ -27,6 +27,8 @@ DRIVERS = {
     "570.172.08": 12080,
     "580.95.05": 13000,
     "580.105.08": 13000,
+    "580.178.04": 13000,  # the R580 fix of NVIDIA's September 2026 security bulletin (5861)
+    "595.91.07": 13020,  # the R595 fix of the same bulletin
 }
 # Its kernel-module postinst fails like a DKMS build error: for failure-injection tests. Lower than every good
 # 570 version so "install the newest 570" never picks it; only an exact pin does.
@@ -61,7 +63,11 @@ DCGM_EXPORTER = {"4.6.0": "4.4.1", "4.8.2": "4.5.3"}
 CONTAINER_TOOLKIT = {
     "1.17.4": "9b69590c7428470a72f2ae05f826412976af1395",
     "1.17.8": "f202b80a9b9d0db00d9b1d73c0128c8962c55f4d",
+    "1.19.1": "09ceee5dde66ba9ce25c7cc69b1ebd5e6e3266fa",  # tag v1.19.1, 2026-05-21: the CVE-2026-24260 fix
 }
+# From 1.18.0 (NVIDIA/nvidia-container-toolkit packaging/debian at v1.18.0 and v1.19.1): nvidia-container-toolkit
+# depends on libnvidia-container-tools (= its version), and the base package ships the nvidia-cdi-refresh units.
+CTK_REFRESH_FROM = "1.18.0"
 
 
 def pkg(name, version, *, depends=(), files=None, links=None, postinst=None, prerm=None, repo="cuda", **extra):
@@ -578,8 +584,72 @@ def dcgm3_package(ver, dcgmi_source):
     )
 
 
+# nvidia-container-toolkit-base from 1.18.0 (NVIDIA/nvidia-container-toolkit v1.19.1: deployments/systemd/ and
+# packaging/debian/nvidia-container-toolkit-base.{install,postinst}): two units in /etc/systemd/system and an env
+# file; the postinst enables and starts them where systemd runs (running or degraded), on install and on every
+# upgrade. The service writes the CDI spec to /var/run/cdi/nvidia.yaml, which CDI reads after /etc/cdi (a later
+# directory wins for the same device name). It runs only where the running kernel's modules.dep lists nvidia.ko: in a
+# container the kernel is the host's, so here it is skipped, as on a real node before the driver is installed.
+CDI_REFRESH_SERVICE = """[Unit]
+Description=Refresh NVIDIA CDI specification file
+ConditionPathExists=|/usr/bin/nvidia-smi
+ConditionPathExists=|/usr/sbin/nvidia-smi
+ConditionPathExists=/usr/bin/nvidia-ctk
+StartLimitBurst=5
+StartLimitIntervalSec=10s
+
+[Service]
+Type=oneshot
+Environment=NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/var/run/cdi/nvidia.yaml
+EnvironmentFile=-/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env
+ExecCondition=/bin/sh -c '/usr/bin/grep -qE "/(nvidia|nvidia-current)[.]ko" /lib/modules/%v/modules.dep'
+ExecStart=/bin/sh -c '/usr/bin/nvidia-smi -L || /usr/sbin/nvidia-smi -L'
+ExecStart=/usr/bin/nvidia-ctk cdi generate
+Restart=on-failure
+RestartSec=1s
+
+[Install]
+WantedBy=multi-user.target
+"""
+CDI_REFRESH_PATH = """[Unit]
+Description=Trigger CDI refresh on NVIDIA driver or toolkit install / upgrade events
+
+[Path]
+PathChanged=/lib/modules/%v/modules.dep
+PathChanged=/lib/modules/%v/modules.dep.bin
+PathChanged=/usr/bin/nvidia-ctk
+
+[Install]
+WantedBy=multi-user.target
+"""
+CDI_REFRESH_FILES = {
+    "/etc/systemd/system/nvidia-cdi-refresh.service": (CDI_REFRESH_SERVICE, 0o644),
+    "/etc/systemd/system/nvidia-cdi-refresh.path": (CDI_REFRESH_PATH, 0o644),
+    "/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env": (
+        "# Overrides for the nvidia-ctk cdi generate run by nvidia-cdi-refresh.service, as ENVVAR=value:\n"
+        "# NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/var/run/cdi/nvidia.yaml\n",
+        0o644,
+    ),
+}
+CDI_REFRESH_POSTINST = sh("""
+[ "$1" = configure ] || exit 0
+command -v systemctl >/dev/null 2>&1 || exit 0
+case "$(systemctl is-system-running 2>/dev/null || true)" in
+    running|degraded)
+        systemctl daemon-reload || echo "Warning: Failed to reload systemd daemon" >&2
+        for unit in nvidia-cdi-refresh.path nvidia-cdi-refresh.service; do
+            systemctl enable --now "$unit" || echo "Warning: Failed to enable $unit" >&2
+        done
+        echo "Regenerating NVIDIA CDI specification..."
+        systemctl start nvidia-cdi-refresh.service || echo "Warning: Failed to trigger CDI refresh" >&2
+        ;;
+esac
+""")
+
+
 def container_packages(ver, commit, ctk_source):
     rev = f"{ver}-1"
+    refresh = [int(x) for x in ver.split(".")] >= [int(x) for x in CTK_REFRESH_FROM.split(".")]
     ctk = ctk_source.replace("@VERSION@", ver).replace("@COMMIT@", commit)
     runtime_cfg = (
         "#accept-nvidia-visible-devices-as-volume-mounts = false\n\n"
@@ -617,7 +687,9 @@ def container_packages(ver, commit, ctk_source):
                 "/usr/bin/nvidia-ctk": (ctk, 0o755),
                 "/usr/bin/nvidia-container-runtime": (stub, 0o755),
                 "/etc/nvidia-container-runtime/config.toml": (runtime_cfg, 0o644),
+                **(CDI_REFRESH_FILES if refresh else {}),
             },
+            postinst=CDI_REFRESH_POSTINST if refresh else None,
         ),
         pkg(
             "nvidia-container-toolkit",
@@ -625,7 +697,7 @@ def container_packages(ver, commit, ctk_source):
             repo="container",
             depends=[
                 f"nvidia-container-toolkit-base (= {rev})",
-                f"libnvidia-container-tools (>= {rev})",
+                f"libnvidia-container-tools ({'=' if refresh else '>='} {rev})",
                 "libnvidia-container-tools (<< 2.0.0)",
             ],
             files={"/usr/bin/nvidia-container-runtime-hook": (stub, 0o755)},

@@ -252,7 +252,8 @@ def main(argv):
     configure.add_argument("--dry-run", action="store_true")
     cdi = sub.add_parser("cdi").add_subparsers(dest="action", required=True)
     generate = cdi.add_parser("generate")
-    generate.add_argument("--output")
+    # As the real CLI binds its flags to environment variables (nvidia-cdi-refresh.service sets this one).
+    generate.add_argument("--output", default=os.environ.get("NVIDIA_CTK_CDI_OUTPUT_FILE_PATH"))
     generate.add_argument("--driver-root", default="/")
     cdi.add_parser("list").add_argument("--spec-dir", action="append")
     system = sub.add_parser("system").add_subparsers(dest="action", required=True)

@@ -66,7 +66,8 @@ def test_cuda_repo_driver_branches_and_flavours(mirror, rel):
     good570 = ["570.124.06-1", "570.133.20-1", "570.172.08-1"]
     assert versions(stanzas, "nvidia-open-550") == good550
     assert versions(stanzas, "cuda-drivers-570") == ["570.86.15-1", *good570]  # 570.86.15: the broken one
-    assert versions(stanzas, "nvidia-open-580") == ["580.95.05-1", "580.105.08-1"]
+    assert versions(stanzas, "nvidia-open-580") == ["580.95.05-1", "580.105.08-1", "580.178.04-1"]
+    assert versions(stanzas, "nvidia-open-595") == ["595.91.07-1"]
     for branch, vers in (("550", good550), ("570", good570)):
         assert versions(stanzas, f"nvidia-fabricmanager-{branch}") == versions(stanzas, f"nvidia-open-{branch}")
         for ver in vers:
@@ -106,10 +107,33 @@ def test_container_toolkit_repo(mirror):
         "libnvidia-container-tools",
         "libnvidia-container1",
     }
-    assert versions(stanzas, "nvidia-container-toolkit") == ["1.17.4-1", "1.17.8-1"]
+    assert versions(stanzas, "nvidia-container-toolkit") == ["1.17.4-1", "1.17.8-1", "1.19.1-1"]
     assert depends(stanzas, "nvidia-container-toolkit", "1.17.8-1").startswith(
         "nvidia-container-toolkit-base (= 1.17.8-1), libnvidia-container-tools (>= 1.17.8-1)"
     )
+    # From 1.18.0 NVIDIA's control file pins the tools to the same version.
+    assert depends(stanzas, "nvidia-container-toolkit", "1.19.1-1").startswith(
+        "nvidia-container-toolkit-base (= 1.19.1-1), libnvidia-container-tools (= 1.19.1-1)"
+    )
+
+
+def test_toolkit_base_ships_the_cdi_refresh_units_from_1_18(mirror, tmp_path):
+    """1.18.0 added nvidia-cdi-refresh.{service,path} to the base package (in /etc/systemd/system) and a postinst that
+    enables and starts them where systemd runs: the service writes the CDI spec to /var/run/cdi, not /etc/cdi."""
+    for version, has_units in (("1.17.8-1", False), ("1.19.1-1", True)):
+        deb = mirror / "www" / CONTAINER / f"nvidia-container-toolkit-base_{version}_amd64.deb"
+        root, ctl = tmp_path / version / "root", tmp_path / version / "ctl"
+        root.mkdir(parents=True)
+        subprocess.run(["dpkg-deb", "-x", deb, root], check=True)
+        subprocess.run(["dpkg-deb", "-e", deb, ctl], check=True)
+        service = root / "etc/systemd/system/nvidia-cdi-refresh.service"
+        units = [service, root / "etc/systemd/system/nvidia-cdi-refresh.path"]
+        assert [u.exists() for u in units] == [has_units, has_units]
+        assert (ctl / "postinst").exists() == has_units
+    text = service.read_text()
+    assert "Environment=NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/var/run/cdi/nvidia.yaml" in text
+    assert "modules.dep" in text and "ExecStart=/usr/bin/nvidia-ctk cdi generate" in text
+    assert "systemctl enable --now nvidia-cdi-refresh.path" in (ctl / "postinst").read_text()
 
 
 def test_manifest_and_rebuild_only_on_change(mirror):
