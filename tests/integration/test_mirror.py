@@ -118,7 +118,7 @@ def test_open_570_and_cuda_12_8_install_and_upgrade(mirror_node, ansible_env, nv
     )
     assert "Cuda compilation tools, release 12.8, V12.8.93" in node("/usr/local/cuda-12.8/bin/nvcc --version")
     assert json.loads(node("cat /usr/local/cuda/version.json"))["cuda"]["version"] == "12.8.1"
-    assert node("nvidia-ctk --version").startswith("NVIDIA Container Toolkit CLI version 1.17.8")
+    assert node("nvidia-ctk --version").startswith("NVIDIA Container Toolkit CLI version 1.19.1")
 
     gpu = module("gpu_facts", ansible_env, mirror_node)["gpufleet_gpu"]
     assert (gpu["driver_version"], gpu["cuda_driver_version"], gpu["gpu_count"]) == ("570.133.20", "12.8", 8)
@@ -130,7 +130,7 @@ def test_open_570_and_cuda_12_8_install_and_upgrade(mirror_node, ansible_env, nv
     assert [t["version"] for t in installed["cuda"]["toolkits"]] == ["12.8.1"]
     assert installed["cudnn"]["version"].startswith("9.8.0") and installed["cudnn"]["consistent"]
     assert installed["nccl"]["version"] == "2.26.2"
-    assert installed["container_toolkit"]["version"] == "1.17.8"
+    assert installed["container_toolkit"]["version"] == "1.19.1"
 
     pin("570.172.08")
     node(

@@ -20,7 +20,7 @@ SANDBOX_STACK = yaml.safe_load((ROOT / "inventories/sandbox/group_vars/all.yml")
     ("stack", "expected"),
     [
         (
-            dict(SANDBOX_STACK, cuda="13.0", cudnn="8.9.7"),
+            dict(SANDBOX_STACK, driver="570.133.20", cuda="13.0", cudnn="8.9.7"),
             [
                 "CUDA toolkit 13.0 needs driver >= 580.65.06 but the driver is 570.133.20",
                 "cuDNN 8.9.7 has no build for CUDA 13.0",
@@ -89,7 +89,7 @@ def test_warnings_and_unknowns_show_without_verbose_once_per_distinct_stack(tmp_
     """Three hosts share a stack that runs only through CUDA minor-version compatibility and names a torch release
     the matrix does not know: each verdict is printed once, naming the hosts, with no -v; not strict, so the run
     goes on to the hosts."""
-    stack = dict(SANDBOX_STACK, cuda="12.9", framework="torch==1.13.1")
+    stack = dict(SANDBOX_STACK, driver="570.133.20", cuda="12.9", framework="torch==1.13.1")
     rc, out = run(tmp_path, ansible_env, {"gpufleet_stack": stack}, hosts=("gpu-a", "gpu-b", "gpu-c"))
     warnings = [line for line in out.splitlines() if line.startswith("[WARNING]: gpu-a, gpu-b, gpu-c: ")]
     assert len(warnings) >= 2, out
