@@ -116,7 +116,7 @@ BAD = [
         "site.yml",
         stack('container_toolkit: "1.17"'),
         [],
-        ['gpufleet_stack.container_toolkit is "1.17"', '"1.17.8"'],
+        ['gpufleet_stack.container_toolkit is "1.17"', '"1.19.1"'],
     ),
     (
         "ctk-number",

@@ -133,7 +133,9 @@ def test_toolkit_base_ships_the_cdi_refresh_units_from_1_18(mirror, tmp_path):
     text = service.read_text()
     assert "Environment=NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/var/run/cdi/nvidia.yaml" in text
     assert "modules.dep" in text and "ExecStart=/usr/bin/nvidia-ctk cdi generate" in text
-    assert "systemctl enable --now nvidia-cdi-refresh.path" in (ctl / "postinst").read_text()
+    postinst = (ctl / "postinst").read_text()
+    assert "for unit in nvidia-cdi-refresh.path nvidia-cdi-refresh.service" in postinst
+    assert 'systemctl enable --now "$unit"' in postinst and "running|degraded)" in postinst
 
 
 def test_manifest_and_rebuild_only_on_change(mirror):
