@@ -148,6 +148,11 @@ def test_the_bulletin_rows_are_what_the_recorded_csaf_files_say():
     assert "CVE-2026-24187" in may_2026["driver"]["cves"] and may_2026["date"] == "2026-05-19"
     june_2026 = mr.bulletin_facts(json.loads((SECURITY / "5850.json").read_text()))
     assert (june_2026["driver"], june_2026["toolkit"]) == (None, {"CVE-2026-24260": "1.19.1"})
+    # September 2026: four Linux branches, no R535 (ended) and none for R620; 80 of its 114 CVEs have Tesla rows.
+    september = mr.bulletin_facts(json.loads((SECURITY / "5861.json").read_text()))
+    assert september["driver"]["fixed_in"] == {"580": "580.178.04", "595": "595.91.07", "610": "610.57.04",
+                                               "615": "615.71.09"}  # fmt: skip
+    assert (len(september["driver"]["cves"]), september["driver"]["cvss"], september["date"]) == (80, 7.8, "2026-09-30")
 
 
 def test_a_bulletin_that_drifted_or_is_missing_is_named(tmp_path):
