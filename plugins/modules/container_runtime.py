@@ -16,6 +16,12 @@ description:
     a backup of the old file beside it. Docker's C(daemon.json) must parse as JSON before it replaces the old one.
   - When O(cdi) and one of O(driver_paths) exists (a loaded driver, since C(nvidia-ctk cdi generate) needs NVML), writes
     C(nvidia-ctk cdi generate)'s spec to O(cdi_spec) when it differs; otherwise says why not in RV(cdi).
+  - NVIDIA's toolkit from 1.18.0 ships its own C(nvidia-cdi-refresh) units, enabled by the package, which write the
+    spec to C(/var/run/cdi/nvidia.yaml); CDI prefers that directory to C(/etc/cdi) for the same devices, so two specs
+    would exist and the one this module writes would be shadowed. Where their environment file O(cdi_refresh_env)
+    exists and O(cdi) is true, its C(NVIDIA_CTK_CDI_OUTPUT_FILE_PATH) is set to O(cdi_spec) (the file's documented
+    override), so NVIDIA's units regenerate the one spec (at boot, after a driver or toolkit change) where this module
+    writes it, and a spec they wrote earlier at O(cdi_refresh_spec) is removed.
   - One module run for every engine and the spec; C(--output) would rewrite the files (and report a change) on every
     run, so nvidia-ctk only prints and the module compares.
 author:
@@ -42,6 +48,16 @@ options:
     description: Where the CDI spec goes.
     type: path
     default: /etc/cdi/nvidia.yaml
+  cdi_refresh_env:
+    description:
+      - The environment file of NVIDIA's C(nvidia-cdi-refresh.service) (toolkit 1.18.0 and later).
+      - Empty leaves it alone.
+    type: path
+    default: /etc/nvidia-container-toolkit/nvidia-cdi-refresh.env
+  cdi_refresh_spec:
+    description: Where C(nvidia-cdi-refresh.service) writes the spec by default.
+    type: path
+    default: /var/run/cdi/nvidia.yaml
   driver_paths:
     description: Paths a loaded NVIDIA driver leaves; any one present means loaded.
     type: list
@@ -101,7 +117,9 @@ dev_char_links:
   type: list
   elements: str
 cdi:
-  description: "C(path), C(generated) (whether a spec is written for a loaded driver), C(changed), C(reason)."
+  description: >-
+    C(path), C(generated) (whether a spec is written for a loaded driver), C(changed), C(reason), C(refresh) (NVIDIA's
+    refresh units: C(env), C(changed), C(removed), the spec they had written elsewhere; empty without them).
   returned: always
   type: dict
 """
@@ -124,6 +142,26 @@ def cdi_decision(cdi, driver_paths, present):
         f"no NVIDIA driver loaded ({' and '.join(driver_paths)} absent): nvidia-ctk cdi generate needs NVML; "
         "run the role again once the driver is loaded"
     )
+
+
+REFRESH_OUTPUT = "NVIDIA_CTK_CDI_OUTPUT_FILE_PATH"
+
+
+def refresh_env_text(current, spec):
+    """NVIDIA's nvidia-cdi-refresh.env with exactly one active REFRESH_OUTPUT=spec: comments and other settings kept,
+    an active assignment of it replaced in place (the first; later ones dropped), else the line appended."""
+    lines, placed = [], False
+    for line in current.splitlines():
+        name = line.strip().removeprefix("export ").split("=", 1)[0].strip()
+        if not line.lstrip().startswith("#") and name == REFRESH_OUTPUT:
+            if not placed:
+                lines.append(f"{REFRESH_OUTPUT}={spec}")
+            placed = True
+            continue
+        lines.append(line)
+    if not placed:
+        lines.append(f"{REFRESH_OUTPUT}={spec}")
+    return "\n".join(lines) + "\n"
 
 
 class Files:
@@ -167,6 +205,20 @@ def json_only(module):
     return validate
 
 
+def one_spec(module, files, p):
+    """NVIDIA's refresh units (toolkit 1.18+) write where cdi_spec is, and their earlier spec elsewhere goes."""
+    data, _mode = read(p["cdi_refresh_env"])
+    if data is None:  # an older toolkit: no refresh units
+        return {}
+    text = refresh_env_text(data.decode(errors="replace"), p["cdi_spec"])
+    changed = files.ensure(p["cdi_refresh_env"], text)[0]
+    stale = p["cdi_refresh_spec"]
+    removed = [stale] if os.path.realpath(stale) != os.path.realpath(p["cdi_spec"]) and os.path.exists(stale) else []
+    if removed and not module.check_mode:
+        os.remove(stale)
+    return {"env": p["cdi_refresh_env"], "changed": changed or bool(removed), "removed": removed}
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -175,6 +227,8 @@ def main():
             "ctk": {"type": "path", "default": "/usr/bin/nvidia-ctk"},
             "cdi": {"type": "bool", "default": True},
             "cdi_spec": {"type": "path", "default": "/etc/cdi/nvidia.yaml"},
+            "cdi_refresh_env": {"type": "path", "default": "/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env"},
+            "cdi_refresh_spec": {"type": "path", "default": "/var/run/cdi/nvidia.yaml"},
             "driver_paths": {"type": "list", "elements": "path", "default": ["/dev/nvidiactl", "/proc/driver/nvidia"]},
             "dev_char_rule": {"type": "path", "default": "/lib/udev/rules.d/71-nvidia-dev-char.rules"},
         },
@@ -212,9 +266,13 @@ def main():
             cdi.update(generated=False, reason=f"nvidia-ctk cdi generate could not use the driver now: {err.strip()}")
         else:
             module.fail_json(msg=f"{p['ctk']} cdi generate failed ({rc}): {(err or out).strip()}", rc=rc)
+    cdi["refresh"] = one_spec(module, files, p) if p["cdi"] and p["cdi_refresh_env"] else {}
     changed_engines = [c["engine"] for c in configs if c["changed"] and c["engine"] in p["engines"]]
     module.exit_json(
-        changed=any(c["changed"] for c in configs) or cdi["changed"] or bool(links),
+        changed=any(c["changed"] for c in configs)
+        or cdi["changed"]
+        or bool(links)
+        or bool(cdi["refresh"].get("changed")),
         configs=configs,
         changed_engines=changed_engines,
         dev_char_links=links,

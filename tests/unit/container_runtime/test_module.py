@@ -55,6 +55,8 @@ def host(tmp_path):
         "cdi_spec": str(tmp_path / "etc/cdi/nvidia.yaml"),
         "driver_paths": [str(tmp_path / "dev/nvidiactl"), str(tmp_path / "proc/driver/nvidia")],
         "dev_char_rule": str(tmp_path / "rules.d/71-nvidia-dev-char.rules"),
+        "cdi_refresh_env": str(tmp_path / "etc/nvidia-container-toolkit/nvidia-cdi-refresh.env"),
+        "cdi_refresh_spec": str(tmp_path / "run/cdi/nvidia.yaml"),
     }
     return tmp_path, docker, args
 
@@ -132,3 +134,64 @@ def test_a_merge_that_is_not_json_leaves_daemon_json_alone(run_module, host, ans
     )
     assert rc != 0 and "is not JSON" in result["msg"] and str(docker) in result["msg"]
     assert docker.read_text() == '{"log-driver": "journald"}\n' and len(os.listdir(docker.parent)) == 1
+
+
+# NVIDIA's file as toolkit 1.19.1 ships it (deployments/systemd/nvidia-cdi-refresh.env), shortened.
+REFRESH_ENV = """# This file can be used to override the configuration of the
+#   nvidia-ctk cdi generate
+# command invoked by the nvidia-cdi-refresh.service.
+# NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/var/run/cdi/nvidia.yaml
+"""
+
+
+def test_nvidias_refresh_units_write_the_one_spec_where_the_role_does(run_module, host):
+    """Toolkit 1.18+: NVIDIA's nvidia-cdi-refresh.service writes /var/run/cdi/nvidia.yaml, which CDI prefers to
+    /etc/cdi for the same devices. Its env file is pointed at the role's spec (comments kept) and the spec it wrote
+    before is removed, so one spec exists; a second run changes nothing; with an older toolkit (no env file), or
+    cdi false, nothing of NVIDIA's is touched."""
+    _tmp_path, _docker, args = host
+    rc, result = run_module("gpufleet.stack.container_runtime", args)
+    assert (rc, result["cdi"]["refresh"]) == (0, {}), result
+    env, stale = Path(args["cdi_refresh_env"]), Path(args["cdi_refresh_spec"])
+    env.parent.mkdir(parents=True)
+    env.write_text(REFRESH_ENV)
+    stale.parent.mkdir(parents=True)
+    stale.write_text("cdiVersion: 0.5.0\n")
+    rc, result = run_module("gpufleet.stack.container_runtime", {**args, "cdi": False})
+    assert result["cdi"]["refresh"] == {} and env.read_text() == REFRESH_ENV and stale.exists()
+    rc, result = run_module("gpufleet.stack.container_runtime", args, "--check")
+    assert result["changed"] and result["cdi"]["refresh"]["removed"] == [str(stale)] and stale.exists()
+    rc, result = run_module("gpufleet.stack.container_runtime", args)
+    assert rc == 0 and result["cdi"]["refresh"] == {"env": str(env), "changed": True, "removed": [str(stale)]}
+    assert env.read_text() == REFRESH_ENV + f"NVIDIA_CTK_CDI_OUTPUT_FILE_PATH={args['cdi_spec']}\n"
+    assert not stale.exists()
+    rc, result = run_module("gpufleet.stack.container_runtime", args)
+    assert (rc, result["changed"], result["cdi"]["refresh"]["changed"]) == (0, False, False), result
+
+
+@pytest.mark.parametrize(
+    ("current", "expect"),
+    [
+        ("", "NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/etc/cdi/nvidia.yaml\n"),
+        # a site's own setting is replaced in place, another variable and comments kept
+        (
+            "A=1\nNVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/srv/x.yaml\n# end\n",
+            "A=1\nNVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/etc/cdi/nvidia.yaml\n# end\n",
+        ),
+        # a commented example is not a setting; a second active one and an export form are folded into one
+        (
+            "# NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/a\nexport NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/b\n"
+            "NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/c\n",
+            "# NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/a\nNVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/etc/cdi/nvidia.yaml\n",
+        ),
+        # a longer name that starts the same is another variable
+        (
+            "NVIDIA_CTK_CDI_OUTPUT_FILE_PATHS=/x\n",
+            "NVIDIA_CTK_CDI_OUTPUT_FILE_PATHS=/x\nNVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/etc/cdi/nvidia.yaml\n",
+        ),
+    ],
+)
+def test_the_refresh_env_holds_one_output_path(current, expect):
+    from ansible_collections.gpufleet.stack.plugins.modules import container_runtime as cr
+
+    assert cr.refresh_env_text(current, "/etc/cdi/nvidia.yaml") == expect
