@@ -105,3 +105,17 @@ def test_an_engine_with_a_bridge_is_refused_unless_allowed(fleet, monkeypatch):
 def test_unknown_profile_lists_the_known_ones(fleet):
     with pytest.raises(fleet.FleetError, match=r"known names: .*a100-sxm4-40gb-x8-nvswitch"):
         fleet.profile_path("no-such-gpu")
+
+
+def test_a_removed_nodes_slurm_cgroups_go_deepest_first_and_others_stay(fleet, tmp_path, monkeypatch):
+    # As slurmd makes them on this cgroup v1 host: /sys/fs/cgroup/<controller>/slurm_<node>/uid_0/job_N/step_0.
+    for controller in ("devices", "freezer"):
+        (tmp_path / controller / "slurm_gpu-1" / "uid_0" / "job_7" / "step_0").mkdir(parents=True)
+        (tmp_path / controller / "slurm_gpu-10" / "uid_0").mkdir(parents=True)
+        (tmp_path / controller / "docker").mkdir(parents=True)
+    (tmp_path / "cpu,cpuacct").mkdir()
+    (tmp_path / "cpu").symlink_to("cpu,cpuacct")
+    monkeypatch.setattr(fleet, "CGROUP_ROOT", tmp_path)
+    fleet.release_cgroups([node("gpu-1")])
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.glob("*/*"))
+    assert left == ["devices/docker", "devices/slurm_gpu-10", "freezer/docker", "freezer/slurm_gpu-10"]
