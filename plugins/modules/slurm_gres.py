@@ -50,6 +50,18 @@ options:
     type: list
     elements: str
     default: []
+  constrain_devices:
+    description:
+      - >-
+        Set C(ConstrainDevices=yes) in O(cgroup_conf) (other lines kept), so that a job can open only the
+        C(/dev/nvidiaN) of the GPUs it was given; refused, naming the fix, when C(scontrol show config) shows a
+        C(TaskPlugin) without C(task/cgroup) (the setting would confine nothing). V(false) leaves cgroup.conf alone.
+    type: bool
+    default: true
+  cgroup_conf:
+    description: Slurm's cgroup.conf on the node.
+    type: path
+    default: /etc/slurm/cgroup.conf
   sysfs_root:
     description: Root under which C(/sys) is read (tests).
     type: path
@@ -69,6 +81,9 @@ seealso:
   - name: gres.conf(5)
     description: Name, Type, File, Cores and AutoDetect.
     link: https://slurm.schedmd.com/gres.conf.html
+  - name: cgroup.conf(5)
+    description: ConstrainDevices, and the task/cgroup plugin it needs.
+    link: https://slurm.schedmd.com/cgroup.conf.html
 """
 
 EXAMPLES = r"""
@@ -93,6 +108,10 @@ gpus:
   description: GPUs written.
   returned: always
   type: int
+cgroup:
+  description: What was done with cgroup.conf (C(ConstrainDevices=yes), C(unchanged), C(not managed)).
+  returned: always
+  type: str
 """
 
 import os
@@ -103,6 +122,11 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_health import pci_key
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_text
+from ansible_collections.gpufleet.stack.plugins.module_utils._slurm_conf import (
+    device_constraint_problem,
+    merge_keys,
+    parse_show_config,
+)
 
 
 def cpu_topology(root):
@@ -134,6 +158,30 @@ def cores_by_gpu(root, gpus):
     return found
 
 
+def check_task_cgroup(module):
+    """Refuse, before any file is written, a cluster whose slurm.conf would ignore ConstrainDevices (where scontrol is
+    installed: a node set up before its Slurm is not checked)."""
+    scontrol = module.get_bin_path("scontrol")
+    if not scontrol:
+        return
+    rc, out, err = module.run_command([scontrol, "show", "config"])
+    if rc != 0:
+        module.fail_json(msg=f"slurm_gres: scontrol show config failed ({rc}): {(err or out).strip()[:500]}")
+    problem = device_constraint_problem(parse_show_config(out))
+    if problem:
+        module.fail_json(msg=f"slurm_gres: {problem}; or set slurm_gres_constrain_devices: false")
+
+
+def device_constraint(module, path):
+    """Merge ConstrainDevices=yes into cgroup.conf: (changed, before, after)."""
+    data, mode = read(path)
+    before = None if data is None else data.decode(errors="replace")
+    after = merge_keys(before, {"ConstrainDevices": "yes"})
+    if before != after and not module.check_mode:
+        write(module, path, after, 0o644 if mode is None else mode)
+    return before != after, before, after
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -142,6 +190,8 @@ def main():
             "type": {"type": "str", "default": ""},
             "autodetect": {"type": "bool", "default": False},
             "extra_lines": {"type": "list", "elements": "str", "default": []},
+            "constrain_devices": {"type": "bool", "default": True},
+            "cgroup_conf": {"type": "path", "default": "/etc/slurm/cgroup.conf"},
             "sysfs_root": {"type": "path", "default": "/"},
         },
         supports_check_mode=True,
@@ -156,6 +206,8 @@ def main():
             f"{facts['pci_gpu_count']}: {p['path']} is not written, since slurmd would register fewer GPUs than the "
             "node has and Slurm would drain it. Fix the driver or the GPU first (gpu_facts says what is wrong)."
         )
+    if p["constrain_devices"]:
+        check_task_cgroup(module)
     gtype = p["type"] or sg.gres_type(gpus[0]["name"])
     text = sg.gres_conf(
         p["node"], gpus, gtype, cores_by_gpu(p["sysfs_root"], gpus), autodetect=p["autodetect"], extra=p["extra_lines"]
@@ -165,9 +217,21 @@ def main():
     changed = before != text
     if changed and not module.check_mode:
         write(module, p["path"], text, 0o644 if mode is None else mode)
+    diffs = []
+    if changed:
+        diffs.append({"before_header": p["path"], "after_header": p["path"], "before": before or "", "after": text})
+    cgroup = "not managed"
+    if p["constrain_devices"]:
+        cgroup_changed, cg_before, cg_after = device_constraint(module, p["cgroup_conf"])
+        cgroup = "ConstrainDevices=yes" if cgroup_changed else "unchanged"
+        changed = changed or cgroup_changed
+        if cgroup_changed:
+            path = p["cgroup_conf"]
+            diffs.append({"before_header": path, "after_header": path, "before": cg_before or "", "after": cg_after})
     result = {"changed": changed, "gres": sg.gres_string(gpus, gtype), "type": gtype, "gpus": len(gpus)}
-    if module._diff and changed:
-        result["diff"] = {"before_header": p["path"], "after_header": p["path"], "before": before or "", "after": text}
+    result["cgroup"] = cgroup
+    if module._diff and diffs:
+        result["diff"] = diffs
     module.exit_json(**result)
 
 

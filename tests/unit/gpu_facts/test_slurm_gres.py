@@ -2,6 +2,7 @@
 
 import json
 import sys
+from pathlib import Path
 
 from . import test_simulator
 from .test_simulator import SIM, run_replay
@@ -11,11 +12,24 @@ pytestmark = test_simulator.pytestmark  # the simulator tests' skips (no compile
 MODULE = "ansible_collections.gpufleet.stack.plugins.modules.slurm_gres"
 
 
-def gres_module(profile, tmp_path, args):
+FIXTURES = Path(__file__).parents[1] / "slurm" / "fixtures"
+
+
+def gres_module(profile, tmp_path, args, show_config=None):
+    """The module under the simulator; `show_config` names a recorded `scontrol show config` that a stand-in scontrol
+    on PATH prints (none: no scontrol, as on a node set up before its Slurm)."""
     path = tmp_path / "args.json"
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"node": "gpu-1", "path": str(tmp_path / "gres.conf"), **args}}))
+    args = {"node": "gpu-1", "path": str(tmp_path / "gres.conf"), "cgroup_conf": str(tmp_path / "cgroup.conf"), **args}
+    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     argv = [sys.executable, "-m", MODULE, str(path)]
-    return json.loads(run_replay(SIM / "profiles" / f"{profile}.json", argv, tmp_path, ok=(0, 1)))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    if show_config:
+        scontrol = bin_dir / "scontrol"
+        scontrol.write_text(f"#!/bin/sh\n[ \"$*\" = 'show config' ] && exec cat {FIXTURES / show_config}\nexit 2\n")
+        scontrol.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    return json.loads(run_replay(SIM / "profiles" / f"{profile}.json", argv, tmp_path, env=env, ok=(0, 1)))
 
 
 def test_the_module_writes_eight_a100s_once(tmp_path):
@@ -31,3 +45,31 @@ def test_the_module_refuses_a_gpu_missing_from_nvml(tmp_path):
     result = gres_module("a100-sxm4-40gb-x8-nvswitch-gpu-lost", tmp_path, {})
     assert result["failed"] and "NVML sees 7 GPUs (driver loaded), the PCI bus has 8" in result["msg"]
     assert not (tmp_path / "gres.conf").exists()
+
+
+def test_jobs_are_confined_to_their_gpus_where_slurm_uses_task_cgroup(tmp_path):
+    (tmp_path / "cgroup.conf").write_text("# the site's\nConstrainCores=yes\nConstrainDevices=no\n")
+    result = gres_module("a100-sxm4-40gb-x8-nvswitch", tmp_path, {}, "show-config-cgroup-memlock.txt")
+    assert (result["changed"], result["cgroup"]) == (True, "ConstrainDevices=yes")
+    assert (tmp_path / "cgroup.conf").read_text() == "# the site's\nConstrainCores=yes\nConstrainDevices=yes\n"
+    again = gres_module("a100-sxm4-40gb-x8-nvswitch", tmp_path, {}, "show-config-cgroup-memlock.txt")
+    assert (again["changed"], again["cgroup"]) == (False, "unchanged")
+
+
+def test_a_cluster_without_task_cgroup_is_refused_before_any_file_is_written(tmp_path):
+    result = gres_module("a100-sxm4-40gb-x8-nvswitch", tmp_path, {}, "show-config-default.txt")
+    assert result["failed"]
+    assert (
+        "TaskPlugin = task/none: without task/cgroup, ConstrainDevices=yes in cgroup.conf confines nothing"
+        in result["msg"]
+    )
+    assert "slurm_gres_constrain_devices: false" in result["msg"]
+    assert not (tmp_path / "gres.conf").exists() and not (tmp_path / "cgroup.conf").exists()
+
+
+def test_constrain_devices_false_leaves_cgroup_conf_alone(tmp_path):
+    result = gres_module(
+        "a100-sxm4-40gb-x8-nvswitch", tmp_path, {"constrain_devices": False}, "show-config-default.txt"
+    )
+    assert (result["changed"], result["cgroup"]) == (True, "not managed")
+    assert not (tmp_path / "cgroup.conf").exists()
