@@ -108,6 +108,10 @@ def outcome_notes(facts):
     if validation.get("status") == "failed":
         failed = [f"{c['check']}: {c['reason']}" for c in validation.get("checks") or [] if c.get("status") == "failed"]
         notes.append(("validation", "validation failed: " + "; ".join(failed or ["(no reason recorded)"])))
+    multinode = facts.get("gpufleet_multinode") or {}
+    if multinode.get("status") == "failed":
+        failed = [f"{c['check']}: {c['reason']}" for c in multinode.get("checks") or [] if c.get("status") == "failed"]
+        notes.append(("validation", "the job across nodes failed: " + "; ".join(failed or ["(no reason recorded)"])))
     upgrade = facts.get("gpufleet_upgrade") or {}
     if upgrade.get("status") not in (None, "", "done", "running"):
         text = f"upgrade {upgrade['status']} at {upgrade.get('step', '?')}: {upgrade.get('message', '')}"
@@ -175,18 +179,27 @@ def last_upgrade(facts):
     }
 
 
+def _outcome(found):
+    checks = "; ".join(f"{c['check']} {c['status']}" for c in found.get("checks") or [])
+    return f"{found['status']} ({checks})" if checks else found["status"]
+
+
 def last_validation(facts):
-    """ "refused: nccl: no CUDA driver ..." : the last playbooks/validate.yml outcome and its checks; None if never."""
+    """ "refused (runtime refused; nccl refused); across gpu-1, gpu-2: passed (allreduce passed)": the last
+    playbooks/validate.yml outcome on the node and of the job across nodes it took part in; None if never."""
     validation = facts.get("gpufleet_validation") or {}
-    if not validation.get("status"):
-        return None
-    checks = "; ".join(f"{c['check']} {c['status']}" for c in validation.get("checks") or [])
-    return f"{validation['status']} ({checks})" if checks else validation["status"]
+    multinode = facts.get("gpufleet_multinode") or {}
+    parts = [_outcome(validation)] if validation.get("status") else []
+    if multinode.get("status"):
+        parts.append(f"across {', '.join(multinode.get('nodes') or [])}: {_outcome(multinode)}")
+    return "; ".join(parts) or None
 
 
 def host_row(name, hostvars):
     """One report row from a host's variables (facts from the cache, desired stack and components from inventory)."""
     facts = hostvars.get("ansible_facts") or {}
+    if "gpufleet_multinode" in hostvars:  # set_fact (cacheable) on the nodes of the job: a host variable in this run
+        facts = {**facts, "gpufleet_multinode": hostvars["gpufleet_multinode"]}
     gpu = facts.get("gpufleet_gpu")
     installed = facts.get("gpufleet_installed")
     if gpu is None:

@@ -227,3 +227,32 @@ def test_the_fleet_by_model_driver_and_kind_of_drift():
     assert b["drift"] == {"driver": 1, "no facts": 1}
     page = render.render_html(_report.build_rows(fleet), "now")
     assert 'data-health="ok" data-drift="driver"' in page and '<option value="no facts">' in page
+
+
+def test_the_job_across_nodes_is_in_each_nodes_row():
+    validation = {"status": "refused", "checks": [{"check": "nccl", "status": "refused", "reason": "no nvcc"}]}
+    multinode = {
+        "status": "refused",
+        "nodes": ["gpu-1", "gpu-2"],
+        "checks": [
+            {"check": "allreduce", "status": "passed", "reason": "gloo all-reduce ..."},
+            {"check": "rdma_bw", "status": "refused", "reason": "no RDMA device on gpu-1"},
+        ],
+    }
+    facts = {"gpufleet_gpu": gpu_facts(), "gpufleet_installed": INSTALLED, "gpufleet_validation": validation}
+    # Set in this run by set_fact on each node of the job: a host variable; from the cache on later runs: a fact.
+    row = _report.host_row(
+        "gpu-1", {"ansible_facts": facts, "gpufleet_stack": DESIRED, "gpufleet_multinode": multinode}
+    )
+    assert row["validation"] == (
+        "refused (nccl refused); across gpu-1, gpu-2: refused (allreduce passed; rdma_bw refused)"
+    )
+    assert row["drift"] == []
+    failed = dict(
+        multinode, status="failed", checks=[{"check": "allreduce", "status": "failed", "reason": "rank 1 lost"}]
+    )
+    row = _report.host_row(
+        "gpu-2", {"ansible_facts": dict(facts, gpufleet_multinode=failed), "gpufleet_stack": DESIRED}
+    )
+    assert row["drift"] == ["the job across nodes failed: allreduce: rank 1 lost"]
+    assert row["validation"].endswith("across gpu-1, gpu-2: failed (allreduce failed)")
