@@ -15,6 +15,7 @@ import sys
 
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_health as health
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_host as host
+from ansible_collections.gpufleet.stack.plugins.module_utils._fabric import fabric_facts
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_labels import gfd_labels
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_nvml import (
     collect_gpus,
@@ -163,6 +164,7 @@ def empty_facts():
         "source": "sysfs",
         "simulated": False,
         "nvml_bindings": None,
+        "fabric": {"summary": "none", "devices": [], "peermem": False, "gpu_nic": {}},
     }
 
 
@@ -259,6 +261,9 @@ def gather(params, read_kernel_log, probe=None):
         facts["source"] = "nvml-simulator" if probe.get("simulator") else "nvml"
         _run_nvml(facts, nvml, params, kmod)
 
+    if params.get("gather_fabric", True):
+        buses = [gpu["pci_bus_id"] for gpu in facts["gpus"] if gpu.get("pci_bus_id")]
+        facts["fabric"] = fabric_facts(params.get("sysfs_root", "/"), buses)
     _health_and_labels(facts, params, read_kernel_log, sim)
     return facts
 

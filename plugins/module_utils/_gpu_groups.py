@@ -4,7 +4,8 @@
 
 The same names the shipped constructed config used to make with Jinja, for every host of a fleet in a fraction of
 the time (no templating per host): gpu_model_<model>, driver_branch_<branch>, gpu_health_<status>,
-fabricmanager_required, gpu_driver_not_loaded.
+fabricmanager_required, gpu_driver_not_loaded; and from the RDMA fabric, fabric_ib, fabric_roce or fabric_down (RDMA
+devices, no active port; a node without any is in none of them) and gpudirect_rdma (nvidia-peermem loaded).
 """
 
 from __future__ import annotations
@@ -41,4 +42,9 @@ def groups_for(facts, prefixes=None):
         found.append(safe(f"{prefixes['branch']}_{version.split('.')[0]}"))
     if gpu.get("health_status"):
         found.append(safe(f"{prefixes['health']}_{gpu['health_status']}"))
+    fabric = gpu.get("fabric") if isinstance(gpu.get("fabric"), dict) else {}
+    if fabric.get("summary") in ("ib", "roce", "down"):
+        found.append(f"fabric_{fabric['summary']}")
+    if fabric.get("peermem") is True:
+        found.append("gpudirect_rdma")
     return found

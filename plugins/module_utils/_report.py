@@ -195,6 +195,21 @@ def last_validation(facts):
     return "; ".join(parts) or None
 
 
+def fabric_text(gpu):
+    """ "ib: mlx5_0:1 ACTIVE 400 Gb/s, mlx5_1:1 DOWN; GPUDirect RDMA (nvidia-peermem)": the node's RDMA ports from
+    gpu_facts' fabric; None on a node without RDMA devices (or facts from before fabric was gathered)."""
+    fabric = (gpu or {}).get("fabric") if isinstance((gpu or {}).get("fabric"), dict) else {}
+    if fabric.get("summary") in (None, "none"):
+        return None
+    ports = []
+    for dev in fabric.get("devices") or []:
+        for port in dev.get("ports") or []:
+            rate = f" {port['rate_gbps']:g} Gb/s" if port.get("active") and port.get("rate_gbps") else ""
+            ports.append(f"{dev.get('name')}:{port.get('port')} {port.get('state') or '?'}{rate}")
+    peermem = "GPUDirect RDMA (nvidia-peermem)" if fabric.get("peermem") is True else "no nvidia-peermem"
+    return f"{fabric['summary']}: {', '.join(ports) or 'no port'}; {peermem}"
+
+
 def host_row(name, hostvars):
     """One report row from a host's variables (facts from the cache, desired stack and components from inventory)."""
     facts = hostvars.get("ansible_facts") or {}
@@ -228,6 +243,7 @@ def host_row(name, hostvars):
         "cuda": " / ".join(filter(None, [gpu.get("cuda_driver_version"), ", ".join(toolkits)])) or "—",
         "stack": stack_of(gpu, installed),
         "gpu_grid": gpu_grid(gpu),
+        "fabric": fabric_text(gpu),
         "upgrade": last_upgrade(facts),
         "validation": last_validation(facts),
         "health": "critical" if failed else gpu.get("health_status") or "unknown",

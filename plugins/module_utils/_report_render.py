@@ -101,7 +101,8 @@ def render_markdown(rows, generated):
     ]  # fmt: skip
     for r in rows:
         health = r["health"] + (f"; validation {r['validation']}" if r.get("validation") else "")
-        cells = [r["host"], r["gpus"], r["driver"], r["cuda"], stack_text(r["stack"]), health,
+        gpus = r["gpus"] + (f"; fabric {r['fabric']}" if r.get("fabric") else "")
+        cells = [r["host"], gpus, r["driver"], r["cuda"], stack_text(r["stack"]), health,
                  upgrade_text(r["upgrade"]), "; ".join(r["drift"]) or "none", r.get("facts_at") or "—"]  # fmt: skip
         lines.append("| " + " | ".join(md(c) for c in cells) + " |")
     for r in rows:
@@ -198,8 +199,10 @@ def render_html(rows, generated):
         findings = "".join(f"<li>{e(finding_text(f))}</li>" for f in r["findings"])
         drift_cell = "".join(f"<li>{e(d)}</li>" for d in r["drift"])
         validation = f'<div class="small">validation {e(r["validation"])}</div>' if r.get("validation") else ""
+        fabric = f'<div class="small">fabric {e(r["fabric"])}</div>' if r.get("fabric") else ""
         out.append(
-            f'<tr class="host" id="host-{e(r["host"])}" {_row_attrs(r)}><td>{e(r["host"])}</td><td>{e(r["gpus"])}</td>'
+            f'<tr class="host" id="host-{e(r["host"])}" {_row_attrs(r)}><td>{e(r["host"])}</td>'
+            f"<td>{e(r['gpus'])}{fabric}</td>"
             f'<td>{e(r["driver"])}</td><td>{e(r["cuda"])}</td><td class="small">{e(stack_text(r["stack"]))}</td>'
             f'<td><span class="badge {e(r["health"])}">{e(r["health"])}</span>'
             f"{'<ul>' + findings + '</ul>' if findings else ''}{validation}</td>"

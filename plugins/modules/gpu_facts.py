@@ -49,6 +49,12 @@ options:
       - Read-only. When neither is readable this is said in C(kernel_log.note) and no finding is made.
     type: bool
     default: true
+  gather_fabric:
+    description:
+      - Read the RDMA fabric from C(/sys/class/infiniband) (devices, ports, GIDs, interfaces, PCI place), whether
+        nvidia-peermem is loaded, and each GPU's PCI distance to each RDMA device, into C(fabric).
+    type: bool
+    default: true
   sysfs_root:
     description:
       - Directory under which C(/sys) is read. For tests; leave the default on real hosts.
@@ -146,7 +152,9 @@ ansible_facts:
           C(nvswitch_present), C(fabricmanager_required), C(gpu_count), C(pci_gpu_count) (NVIDIA GPUs on the PCI
           bus; more than C(gpu_count) is a critical finding), C(topology) (C("0-1") to an NVML
           topology level name), C(labels), C(kernel_log), C(source) (nvml, nvml-simulator or sysfs),
-          C(simulated), C(nvml_bindings) (C(path) and C(version) of the pynvml imported, null when NVML was not
+          C(simulated), C(fabric) (C(summary) ib, roce, down or none; C(devices) with their ports, GIDs, interfaces
+          and PCI place; C(peermem); C(gpu_nic), each GPU's PCI distance to each RDMA device, PIX to SYS),
+          C(nvml_bindings) (C(path) and C(version) of the pynvml imported, null when NVML was not
           called; the collection's copy in C(/usr/local/lib/gpufleet/python), put there by the
           C(gpufleet.stack.pynvml) role, comes first) and C(gathered_at) (UTC, C(2026-12-06T04:00:00Z)).
         - Every string is decoded (bytes that are not UTF-8 replaced), control characters other than tab and newline
@@ -203,6 +211,7 @@ def main():
             "gather_topology": {"type": "bool", "default": True},
             "gather_processes": {"type": "bool", "default": True},
             "kernel_log": {"type": "bool", "default": True},
+            "gather_fabric": {"type": "bool", "default": True},
             "sysfs_root": {"type": "path", "default": "/"},
             "procfs_root": {"type": "path", "default": "/"},
             "boot_root": {"type": "path", "default": "/"},

@@ -1,5 +1,6 @@
 """The groups a host's cached GPU facts put it in (module_utils/_gpu_groups, the gpu_groups inventory plugin)."""
 
+import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_groups import groups_for
 
 
@@ -16,6 +17,20 @@ def test_a_node_whose_driver_is_not_loaded_and_mixed_models():
                               "gpus": [{"name": "NVIDIA H100 80GB HBM3"}, {"name": "Tesla T4"}]}}  # fmt: skip
     assert groups_for(facts, {"health": "health"}) == [
         "gpu_driver_not_loaded", "gpu_model_h100_80gb_hbm3", "gpu_model_tesla_t4", "health_warning"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fabric", "groups"),
+    [
+        ({"summary": "ib", "peermem": True}, ["fabric_ib", "gpudirect_rdma"]),
+        ({"summary": "roce", "peermem": False}, ["fabric_roce"]),
+        ({"summary": "down", "peermem": False}, ["fabric_down"]),
+        ({"summary": "none", "peermem": False}, []),  # no RDMA device: in no fabric group
+        ({"summary": "ib", "peermem": "yes"}, ["fabric_ib"]),  # only a real true says peermem is loaded
+    ],
+)
+def test_the_fabric_groups(fabric, groups):
+    assert groups_for({"gpufleet_gpu": {"fabric": fabric}}) == groups
 
 
 def test_no_gpu_facts_no_groups():

@@ -256,3 +256,22 @@ def test_the_job_across_nodes_is_in_each_nodes_row():
     )
     assert row["drift"] == ["the job across nodes failed: allreduce: rank 1 lost"]
     assert row["validation"].endswith("across gpu-1, gpu-2: failed (allreduce failed)")
+
+
+def test_a_nodes_rdma_fabric_is_in_its_row_and_escaped():
+    fabric = {
+        "summary": "roce",
+        "peermem": False,
+        "devices": [
+            {"name": "mlx5_0", "ports": [{"port": 1, "state": "ACTIVE", "active": True, "rate_gbps": 100.0}]},
+            {"name": "<b>x", "ports": [{"port": 1, "state": "DOWN", "active": False, "rate_gbps": 40.0}]},
+        ],
+    }
+    gpu = dict(gpu_facts(), fabric=fabric)
+    row = _report.host_row("gpu-1", {"ansible_facts": {"gpufleet_gpu": gpu, "gpufleet_installed": INSTALLED}})
+    assert row["fabric"] == "roce: mlx5_0:1 ACTIVE 100 Gb/s, <b>x:1 DOWN; no nvidia-peermem"
+    html = render.render_html([row], "now")
+    assert "fabric roce: mlx5_0:1 ACTIVE 100 Gb/s, &lt;b&gt;x:1 DOWN" in html and "<b>x" not in html
+    assert _report.fabric_text(gpu_facts()) is None  # facts from before fabric was gathered
+    assert _report.fabric_text(dict(gpu_facts(), fabric={"summary": "none"})) is None
+    assert r"fabric roce: mlx5\_0:1 ACTIVE 100 Gb/s" in render.render_markdown([row], "now")

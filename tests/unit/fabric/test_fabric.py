@@ -1,0 +1,127 @@
+"""Fabric facts from sysfs: a real ConnectX-3 InfiniBand HCA's /sys recorded by hwloc's developers, and a RoCE port
+whose GID table a real ConnectX-6 showed through show_gids (the rest in the kernel's formats; see each fixture's
+header); GPU-to-NIC distances as nvidia-smi topo names them."""
+
+from pathlib import Path
+
+import pytest
+from ansible_collections.gpufleet.stack.plugins.module_utils import _fabric as fab
+
+from .sysfs_tree import build
+
+FIXTURES = Path(__file__).with_name("fixtures")
+
+
+@pytest.fixture
+def ib(tmp_path):
+    return fab.read_rdma(str(build(FIXTURES / "hwloc-connectx3-ib.sysfs", tmp_path)))
+
+
+@pytest.fixture
+def roce(tmp_path):
+    return fab.read_rdma(str(build(FIXTURES / "roce-connectx6-show_gids.sysfs", tmp_path)))
+
+
+def test_a_real_infiniband_hca_is_read_as_the_kernel_wrote_it(ib):
+    (dev,) = ib
+    assert {k: dev[k] for k in ("name", "node_type", "fw_ver", "hca_type", "board_id", "node_guid")} == {
+        "name": "mlx4_0",
+        "node_type": "CA",
+        "fw_ver": "2.11.500",
+        "hca_type": "MT4099",
+        "board_id": "DEL0A30000019",
+        "node_guid": "0002:c903:00f9:bfa0",
+    }
+    assert dev["pci_path"] == ["pci0000:80", "0000:80:02.2", "0000:82:00.0"]
+    assert (dev["pci_bus_id"], dev["numa_node"], dev["netdevs"]) == ("0000:82:00.0", 1, ["ib0"])
+    (port,) = dev["ports"]
+    assert {
+        k: port[k] for k in ("port", "state", "active", "phys_state", "link_up", "rate", "rate_gbps", "link_layer")
+    } == {
+        "port": 1,
+        "state": "ACTIVE",
+        "active": True,
+        "phys_state": "LinkUp",
+        "link_up": True,
+        "rate": "56 Gb/sec (4X FDR)",
+        "rate_gbps": 56.0,
+        "link_layer": "InfiniBand",
+    }
+    # 128 table entries, one in use: the others carry the subnet prefix with a zero interface id (kernel of 2013).
+    assert port["gids"] == [
+        {"index": 0, "gid": "fe80:0000:0000:0000:0002:c903:00f9:bfa1", "type": None, "ndev": None, "ipv4": None}
+    ]
+    assert fab.summary(ib) == "ib"
+
+
+def test_a_roce_port_has_its_gid_types_interfaces_and_ipv4(roce):
+    mlx5_0, mlx5_1 = roce
+    assert mlx5_0["netdevs"] == ["ens1f0"] and mlx5_1["netdevs"] == ["ens1f1"]
+    port = mlx5_0["ports"][0]
+    assert (port["link_layer"], port["active"], port["rate_gbps"]) == ("Ethernet", True, 100.0)
+    assert [(g["index"], g["type"], g["ndev"], g["ipv4"]) for g in port["gids"]] == [
+        (0, "IB/RoCE v1", "ens1f0", None),
+        (1, "RoCE v2", "ens1f0", None),
+        (2, "IB/RoCE v1", "ens1f0", None),
+        (3, "RoCE v2", "ens1f0", None),
+        (4, "IB/RoCE v1", "ens1f0", "172.19.0.60"),
+        (5, "RoCE v2", "ens1f0", "172.19.0.60"),
+    ]  # index 6 is empty (zeros): not a GID
+    down = mlx5_1["ports"][0]
+    assert (down["state"], down["active"], down["phys_state"], down["link_up"]) == ("DOWN", False, "Disabled", False)
+    assert fab.summary(roce) == "roce"
+
+
+def test_no_rdma_device_is_an_empty_list(tmp_path):
+    assert fab.read_rdma(str(tmp_path)) == []
+    assert fab.summary([]) == "none"
+
+
+def test_what_a_node_reports_is_bounded_and_stripped(tmp_path):
+    port = tmp_path / "sys/class/infiniband/evil0/ports/1"
+    (port / "gids").mkdir(parents=True)
+    (port / "state").write_text("4: ACTIVE\x1b[2J\n")
+    (port / "rate").write_text("x" * 5000)
+    (port / "gids" / "0").write_text("not a gid")
+    for i in range(fab.MAX_GIDS + 10):
+        (port / "gids" / str(i + 1)).write_text(f"fe80:0000:0000:0000:0000:0000:0000:{i + 1:04x}\n")
+    (dev,) = fab.read_rdma(str(tmp_path))
+    (read,) = dev["ports"]
+    assert read["state"] == "ACTIVE" and len(read["rate"]) <= 64 and read["rate_gbps"] is None
+    assert len(read["gids"]) == fab.MAX_GIDS and read["gids"][0]["index"] == 1
+    assert dev["pci_path"] == [] and dev["numa_node"] is None
+
+
+@pytest.mark.parametrize(
+    ("text", "gbps"),
+    [("56 Gb/sec (4X FDR)", 56.0), ("2.5 Gb/sec (1X SDR)", 2.5), ("400 Gb/sec (4X NDR)", 400.0), ("", None)],
+)
+def test_rates(text, gbps):
+    assert fab.rate_gbps(text) == gbps
+
+
+NIC = ["pci0000:80", "0000:80:02.2", "0000:82:00.0"]  # the ConnectX-3 above
+SWITCH = ["pci0000:00", "0000:00:01.0", "0000:01:00.0"]  # a root port and a PCIe switch's upstream port
+
+
+@pytest.mark.parametrize(
+    ("gpu", "gpu_numa", "nic", "nic_numa", "expected"),
+    [
+        ([*SWITCH, "0000:02:08.0", "0000:03:00.0"], 0, [*SWITCH, "0000:02:10.0", "0000:04:00.0"], 0, "PIX"),
+        ([*SWITCH, "0000:02:08.0", "0000:05:00.0", "0000:06:00.0", "0000:07:00.0"], 0,
+         [*SWITCH, "0000:02:10.0", "0000:04:00.0"], 0, "PXB"),
+        (["pci0000:80", "0000:80:03.0", "0000:83:00.0"], 1, NIC, 1, "PHB"),
+        (["pci0000:40", "0000:40:01.0", "0000:41:00.0"], 1, NIC, 1, "NODE"),
+        (["pci0000:00", "0000:00:03.0", "0000:03:00.0"], 0, NIC, 1, "SYS"),
+        ([], 0, NIC, 1, None),
+    ],
+)  # fmt: skip
+def test_gpu_to_nic_distance(gpu, gpu_numa, nic, nic_numa, expected):
+    assert fab.distance(gpu, nic, gpu_numa, nic_numa) == expected
+
+
+def test_the_farthest_distance_and_a_table_per_gpu(ib):
+    assert fab.farthest(["PIX", "PHB", None, "PXB"]) == "PHB"
+    assert fab.farthest([None]) is None
+    gpus = [{"bus_id": "0000:83:00.0", "pci_path": ["pci0000:80", "0000:80:03.0", "0000:83:00.0"], "numa_node": 1}]
+    assert fab.gpu_nic_distances(gpus, ib) == {"0000:83:00.0": {"mlx4_0": "PHB"}}
