@@ -99,3 +99,15 @@ def merge_keys(text, settings):
         lines.append(line)
     lines.extend("=".join(wanted[key]) for key in wanted if key not in seen)
     return "\n".join(lines) + "\n"
+
+
+def show_config(module, tool):
+    """`scontrol show config` parsed, or None where scontrol is not installed (a node set up before its Slurm);
+    fails the module, named `tool`, when scontrol cannot answer (slurmctld down, munge key wrong)."""
+    scontrol = module.get_bin_path("scontrol")
+    if not scontrol:
+        return None
+    rc, out, err = module.run_command([scontrol, "show", "config"])
+    if rc != 0:
+        module.fail_json(msg=f"{tool}: scontrol show config failed ({rc}): {(err or out).strip()[:500]}")
+    return parse_show_config(out)

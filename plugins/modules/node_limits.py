@@ -111,7 +111,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils import _limits as lim
 from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_text
-from ansible_collections.gpufleet.stack.plugins.module_utils._slurm_conf import memlock_problem, parse_show_config
+from ansible_collections.gpufleet.stack.plugins.module_utils._slurm_conf import memlock_problem, show_config
 
 
 def installed_units(module, units):
@@ -125,13 +125,10 @@ def installed_units(module, units):
 
 
 def slurm_state(module):
-    scontrol = module.get_bin_path("scontrol")
-    if not scontrol:
+    config = show_config(module, "node_limits")
+    if config is None:
         return "no scontrol"
-    rc, out, err = module.run_command([scontrol, "show", "config"])
-    if rc != 0:
-        module.fail_json(msg=f"node_limits: scontrol show config failed ({rc}): {(err or out).strip()[:500]}")
-    problem = memlock_problem(parse_show_config(out))
+    problem = memlock_problem(config)
     if problem:
         module.fail_json(msg=f"node_limits: {problem}; or set rdma_slurm_check: false to skip this check")
     return "ok"

@@ -125,7 +125,7 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import re
 from ansible_collections.gpufleet.stack.plugins.module_utils._slurm_conf import (
     device_constraint_problem,
     merge_keys,
-    parse_show_config,
+    show_config,
 )
 
 
@@ -161,13 +161,8 @@ def cores_by_gpu(root, gpus):
 def check_task_cgroup(module):
     """Refuse, before any file is written, a cluster whose slurm.conf would ignore ConstrainDevices (where scontrol is
     installed: a node set up before its Slurm is not checked)."""
-    scontrol = module.get_bin_path("scontrol")
-    if not scontrol:
-        return
-    rc, out, err = module.run_command([scontrol, "show", "config"])
-    if rc != 0:
-        module.fail_json(msg=f"slurm_gres: scontrol show config failed ({rc}): {(err or out).strip()[:500]}")
-    problem = device_constraint_problem(parse_show_config(out))
+    config = show_config(module, "slurm_gres")
+    problem = device_constraint_problem(config) if config is not None else ""
     if problem:
         module.fail_json(msg=f"slurm_gres: {problem}; or set slurm_gres_constrain_devices: false")
 

@@ -26,3 +26,20 @@ def fleet():
 @pytest.fixture(scope="module")
 def bootcheck():
     return load_sandbox_tool("bootcheck")
+
+
+@pytest.fixture
+def fake_scontrol():
+    """write(bin_dir, recorded): bin_dir/scontrol printing tests/unit/slurm/fixtures/<recorded> (`scontrol show
+    config` recorded from Debian 12's Slurm 22.05.8) for `show config`; no scontrol when recorded is None."""
+    fixtures = ROOT / "tests" / "unit" / "slurm" / "fixtures"
+
+    def write(bin_dir, recorded):
+        bin_dir.mkdir(exist_ok=True)
+        scontrol = bin_dir / "scontrol"
+        scontrol.unlink(missing_ok=True)
+        if recorded:
+            scontrol.write_text(f"#!/bin/sh\n[ \"$*\" = 'show config' ] && exec cat {fixtures / recorded}\nexit 2\n")
+            scontrol.chmod(0o755)
+
+    return write

@@ -2,7 +2,6 @@
 
 import json
 import sys
-from pathlib import Path
 
 from . import test_simulator
 from .test_simulator import SIM, run_replay
@@ -12,10 +11,7 @@ pytestmark = test_simulator.pytestmark  # the simulator tests' skips (no compile
 MODULE = "ansible_collections.gpufleet.stack.plugins.modules.slurm_gres"
 
 
-FIXTURES = Path(__file__).parents[1] / "slurm" / "fixtures"
-
-
-def gres_module(profile, tmp_path, args, show_config=None):
+def gres_module(profile, tmp_path, args, show_config=None, fake_scontrol=None):
     """The module under the simulator; `show_config` names a recorded `scontrol show config` that a stand-in scontrol
     on PATH prints (none: no scontrol, as on a node set up before its Slurm)."""
     path = tmp_path / "args.json"
@@ -23,11 +19,8 @@ def gres_module(profile, tmp_path, args, show_config=None):
     path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     argv = [sys.executable, "-m", MODULE, str(path)]
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    if show_config:
-        scontrol = bin_dir / "scontrol"
-        scontrol.write_text(f"#!/bin/sh\n[ \"$*\" = 'show config' ] && exec cat {FIXTURES / show_config}\nexit 2\n")
-        scontrol.chmod(0o755)
+    if fake_scontrol:
+        fake_scontrol(bin_dir, show_config)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
     return json.loads(run_replay(SIM / "profiles" / f"{profile}.json", argv, tmp_path, env=env, ok=(0, 1)))
 
@@ -47,17 +40,17 @@ def test_the_module_refuses_a_gpu_missing_from_nvml(tmp_path):
     assert not (tmp_path / "gres.conf").exists()
 
 
-def test_jobs_are_confined_to_their_gpus_where_slurm_uses_task_cgroup(tmp_path):
+def test_jobs_are_confined_to_their_gpus_where_slurm_uses_task_cgroup(fake_scontrol, tmp_path):
     (tmp_path / "cgroup.conf").write_text("# the site's\nConstrainCores=yes\nConstrainDevices=no\n")
-    result = gres_module("a100-sxm4-40gb-x8-nvswitch", tmp_path, {}, "show-config-cgroup-memlock.txt")
+    result = gres_module("a100-sxm4-40gb-x8-nvswitch", tmp_path, {}, "show-config-cgroup-memlock.txt", fake_scontrol)
     assert (result["changed"], result["cgroup"]) == (True, "ConstrainDevices=yes")
     assert (tmp_path / "cgroup.conf").read_text() == "# the site's\nConstrainCores=yes\nConstrainDevices=yes\n"
-    again = gres_module("a100-sxm4-40gb-x8-nvswitch", tmp_path, {}, "show-config-cgroup-memlock.txt")
+    again = gres_module("a100-sxm4-40gb-x8-nvswitch", tmp_path, {}, "show-config-cgroup-memlock.txt", fake_scontrol)
     assert (again["changed"], again["cgroup"]) == (False, "unchanged")
 
 
-def test_a_cluster_without_task_cgroup_is_refused_before_any_file_is_written(tmp_path):
-    result = gres_module("a100-sxm4-40gb-x8-nvswitch", tmp_path, {}, "show-config-default.txt")
+def test_a_cluster_without_task_cgroup_is_refused_before_any_file_is_written(fake_scontrol, tmp_path):
+    result = gres_module("a100-sxm4-40gb-x8-nvswitch", tmp_path, {}, "show-config-default.txt", fake_scontrol)
     assert result["failed"]
     assert (
         "TaskPlugin = task/none: without task/cgroup, ConstrainDevices=yes in cgroup.conf confines nothing"
@@ -67,7 +60,7 @@ def test_a_cluster_without_task_cgroup_is_refused_before_any_file_is_written(tmp
     assert not (tmp_path / "gres.conf").exists() and not (tmp_path / "cgroup.conf").exists()
 
 
-def test_constrain_devices_false_leaves_cgroup_conf_alone(tmp_path):
+def test_constrain_devices_false_leaves_cgroup_conf_alone(fake_scontrol, tmp_path):
     result = gres_module(
         "a100-sxm4-40gb-x8-nvswitch", tmp_path, {"constrain_devices": False}, "show-config-default.txt"
     )

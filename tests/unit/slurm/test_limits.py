@@ -11,7 +11,6 @@ import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils import _limits as lim
 
 ROOT = Path(__file__).resolve().parents[3]
-FIXTURES = Path(__file__).with_name("fixtures")
 # /proc/1/limits of a sandbox node (the lines the module reads, as the kernel aligns them).
 NODE_LIMITS = """Limit                     Soft Limit           Hard Limit           Units
 Max open files            20000                20000                files
@@ -84,16 +83,11 @@ def test_cap_sys_resource_is_read_from_capeff():
     assert lim.has_cap_sys_resource("") is False
 
 
-def node_limits(tmp_path, args, show_config=None):
+def node_limits(fake_scontrol, tmp_path, args, show_config=None):
     """gpufleet.stack.node_limits run as Ansible runs it, with a stand-in scontrol printing a recorded configuration
     (none: no scontrol on PATH)."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    scontrol = bin_dir / "scontrol"
-    scontrol.unlink(missing_ok=True)
-    if show_config:
-        scontrol.write_text(f"#!/bin/sh\n[ \"$*\" = 'show config' ] && exec cat {FIXTURES / show_config}\nexit 2\n")
-        scontrol.chmod(0o755)
+    fake_scontrol(bin_dir, show_config)
     (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"units": [], **args}}))
     proc = subprocess.run(
         [sys.executable, "-m", "ansible_collections.gpufleet.stack.plugins.modules.node_limits", "args.json"],
@@ -106,29 +100,31 @@ def node_limits(tmp_path, args, show_config=None):
     return json.loads(proc.stdout)
 
 
-def test_the_module_writes_the_limits_file_once(tmp_path):
+def test_the_module_writes_the_limits_file_once(fake_scontrol, tmp_path):
     path = tmp_path / "limits.d" / "90-gpufleet-rdma.conf"
     args = {"limits_file": str(path), "memlock": "unlimited", "nofile": 1048576}
-    first = node_limits(tmp_path, args, "show-config-cgroup-memlock.txt")
+    first = node_limits(fake_scontrol, tmp_path, args, "show-config-cgroup-memlock.txt")
     assert (first["changed"], first["slurm"]) == (True, "ok")
     assert path.read_text() == lim.limits_conf(None, 1048576)
     assert oct(path.stat().st_mode & 0o777) == "0o644"
-    assert node_limits(tmp_path, args, "show-config-cgroup-memlock.txt")["changed"] is False
-    assert node_limits(tmp_path, args)["slurm"] == "no scontrol"
+    assert node_limits(fake_scontrol, tmp_path, args, "show-config-cgroup-memlock.txt")["changed"] is False
+    assert node_limits(fake_scontrol, tmp_path, args)["slurm"] == "no scontrol"
 
 
-def test_the_module_refuses_a_cluster_that_propagates_memlock_before_writing(tmp_path):
+def test_the_module_refuses_a_cluster_that_propagates_memlock_before_writing(fake_scontrol, tmp_path):
     path = tmp_path / "90-gpufleet-rdma.conf"
-    result = node_limits(tmp_path, {"limits_file": str(path)}, "show-config-default.txt")
+    result = node_limits(fake_scontrol, tmp_path, {"limits_file": str(path)}, "show-config-default.txt")
     assert result["failed"] and "PropagateResourceLimitsExcept=MEMLOCK" in result["msg"]
     assert "rdma_slurm_check: false" in result["msg"]
     assert not path.exists()
-    skipped = node_limits(tmp_path, {"limits_file": str(path), "slurm_check": False}, "show-config-default.txt")
+    skipped = node_limits(
+        fake_scontrol, tmp_path, {"limits_file": str(path), "slurm_check": False}, "show-config-default.txt"
+    )
     assert (skipped["changed"], skipped["slurm"]) == (True, "not checked")
 
 
-def test_the_module_names_a_value_outside_the_domain(tmp_path):
-    result = node_limits(tmp_path, {"limits_file": str(tmp_path / "x.conf"), "memlock": "64k"})
+def test_the_module_names_a_value_outside_the_domain(fake_scontrol, tmp_path):
+    result = node_limits(fake_scontrol, tmp_path, {"limits_file": str(tmp_path / "x.conf"), "memlock": "64k"})
     assert result["failed"] and result["msg"] == (
         "node_limits: memlock is '64k': write unlimited, or the limit in KiB as a whole number such as 65536"
     )
