@@ -1,0 +1,76 @@
+"""nvidia-peermem (GPUDirect RDMA) through gpufleet.stack.gpudirect_rdma on a node's sysfs: the recorded RDMA trees
+of fixtures/, the driver loaded or not, a stand-in modprobe that records its calls."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .sysfs_tree import build
+
+ROOT = Path(__file__).resolve().parents[3]
+FIXTURES = Path(__file__).with_name("fixtures")
+
+
+def gpudirect(root, args, modprobe_rc=0):
+    """gpufleet.stack.gpudirect_rdma with a stand-in modprobe that records its arguments and exits modprobe_rc."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "modprobe").write_text(
+        f'#!/bin/sh\necho "$@" >> {root}/modprobe.calls\n'
+        f'[ {modprobe_rc} = 0 ] || echo "modprobe: FATAL: Module nvidia-peermem not found." >&2\nexit {modprobe_rc}\n'
+    )
+    (bin_dir / "modprobe").chmod(0o755)
+    path = root / "modules-load.d" / "gpufleet-nvidia-peermem.conf"
+    (root / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
+        "modules_load_file": str(path), "sysfs_root": str(root), **args}}))  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "ansible_collections.gpufleet.stack.plugins.modules.gpudirect_rdma", "args.json"],
+        cwd=root,
+        env=dict(os.environ, PYTHONPATH=str(ROOT / "collections"), PATH=f"{bin_dir}:/usr/bin:/bin"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    calls = (root / "modprobe.calls").read_text().splitlines() if (root / "modprobe.calls").exists() else []
+    return json.loads(proc.stdout), path, calls
+
+
+def test_peermem_is_loaded_at_boot_and_now_where_an_rdma_device_and_the_driver_are(tmp_path):
+    root = build(FIXTURES / "roce-connectx6-show_gids.sysfs", tmp_path)
+    (root / "sys/module/nvidia").mkdir(parents=True)
+    result, path, calls = gpudirect(root, {"header": "# managed"})
+    assert (result["changed"], result["wanted"], result["loaded"]) == (True, True, True)
+    assert result["reason"] == "RDMA devices mlx5_0, mlx5_1; nvidia-peermem loaded now"
+    assert path.read_text() == "# managed\nnvidia-peermem\n" and calls == ["nvidia-peermem"]
+    (root / "sys/module/nvidia_peermem").mkdir()
+    again, _path, calls = gpudirect(root, {"header": "# managed"})
+    assert (again["changed"], again["loaded"]) == (False, True) and calls == ["nvidia-peermem"]  # no second modprobe
+
+
+def test_without_the_driver_it_waits_for_the_next_boot(tmp_path):
+    root = build(FIXTURES / "hwloc-connectx3-ib.sysfs", tmp_path)
+    result, path, calls = gpudirect(root, {})
+    assert (result["wanted"], result["loaded"], calls) == (True, False, [])
+    assert result["reason"].endswith("the driver is not loaded: nvidia-peermem loads with it at the next boot")
+    assert path.read_text() == "nvidia-peermem\n"
+
+
+def test_a_peermem_that_will_not_load_fails_with_modprobes_message(tmp_path):
+    root = build(FIXTURES / "hwloc-connectx3-ib.sysfs", tmp_path)
+    (root / "sys/module/nvidia").mkdir(parents=True)
+    result, _path, _calls = gpudirect(root, {}, modprobe_rc=1)
+    assert result["failed"] and "Module nvidia-peermem not found" in result["msg"] and "ib_core" in result["msg"]
+
+
+def test_no_rdma_device_no_peermem_and_our_file_goes(tmp_path):
+    (tmp_path / "sys/module/nvidia").mkdir(parents=True)
+    path = tmp_path / "modules-load.d" / "gpufleet-nvidia-peermem.conf"
+    path.parent.mkdir()
+    path.write_text("nvidia-peermem\n")
+    result, path, calls = gpudirect(tmp_path, {})
+    assert (result["changed"], result["wanted"], calls) == (True, False, [])
+    assert result["reason"] == "no RDMA device (/sys/class/infiniband is empty)" and not path.exists()
+    forced, path, calls = gpudirect(tmp_path, {"state": "present"})
+    assert (forced["wanted"], calls, path.read_text()) == (True, ["nvidia-peermem"], "nvidia-peermem\n")
