@@ -28,6 +28,13 @@ _NAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 # NCCL's and nvidia-smi topo's names for the path between two PCI devices, nearest first.
 DISTANCES = ("PIX", "PXB", "PHB", "NODE", "SYS")
+# NVLink 5 systems (HGX/DGX B200, B300): the NVSwitches are managed through a ConnectX-7 bridge on the GPU baseboard
+# whose PCI functions are RDMA devices; their VPD carries the vendor field SMDL=SW_MNG (Fabric Manager user guide,
+# "Systems Using Fourth Generation NVSwitches"). NVIDIA's driver container (_assert_nvlink5_system) and Fabric
+# Manager's start script find them by grepping each /sys/class/infiniband/<dev>/device/vpd for "SW_MNG".
+NVSWITCH_VPD_MARK = b"SW_MNG"
+VPD_LIMIT = 32768  # PCI VPD is at most 32 KiB
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 def _read(path, limit=256):
@@ -36,6 +43,15 @@ def _read(path, limit=256):
             return _TEXT.sub("", f.read(limit)).strip()
     except OSError:
         return None
+
+
+def nvswitch_bridge(device_link):
+    """The RDMA device is a function of the GPU baseboard's NVSwitch management bridge (its VPD says SW_MNG)."""
+    try:
+        with open(os.path.join(device_link, "vpd"), "rb") as f:
+            return NVSWITCH_VPD_MARK in f.read(VPD_LIMIT)
+    except OSError:
+        return False
 
 
 def _names(path):
@@ -143,6 +159,7 @@ def read_rdma(sysfs_root="/"):
                 "pci_path": path,
                 "numa_node": int(numa) if numa and numa.lstrip("-").isdigit() and int(numa) >= 0 else None,
                 "netdevs": _names(os.path.join(device_link, "net")),
+                "nvswitch_mgmt": nvswitch_bridge(device_link),
                 "ports": [read_port(dev_dir, n) for n in _names(os.path.join(dev_dir, "ports")) if n.isdigit()],
             }
         )
@@ -183,8 +200,16 @@ def gpu_nic_distances(gpus, devices):
     return table
 
 
+def network_devices(devices):
+    """The RDMA devices that reach other nodes: not the NVSwitch management bridge's functions (NVLink 5 systems),
+    whose ports lead to the baseboard's NVSwitches, never to another node."""
+    return [d for d in devices if not d.get("nvswitch_mgmt")]
+
+
 def summary(devices):
-    """ "ib" (an active InfiniBand port), "roce" (an active Ethernet one), "down" (devices, none active), "none"."""
+    """ "ib" (an active InfiniBand port), "roce" (an active Ethernet one), "down" (devices, none active), "none";
+    the NVSwitch management bridge's functions do not count."""
+    devices = network_devices(devices)
     active = [p for d in devices for p in d["ports"] if p["active"]]
     if any(p["link_layer"] == "InfiniBand" for p in active):
         return "ib"
@@ -224,3 +249,27 @@ def fabric_facts(sysfs_root="/", gpu_bus_ids=()):
     gpus = [place(sysfs_root, bus) for bus in gpu_bus_ids]
     table = gpu_nic_distances([g for g in gpus if g["pci_path"]], devices) if devices else {}
     return {"summary": summary(devices), "devices": devices, "peermem": peermem_loaded(sysfs_root), "gpu_nic": table}
+
+
+def nvlink_domain(gpus):
+    """The multi-node NVLink domain the GPUs are in, "<cluster uuid>.<clique id>" (the form NVIDIA's DRA driver
+    labels nodes with), or None. Every GPU must report its fabric probe completed with status success and a
+    non-zero cluster UUID: single-node HGX H100s report the all-zero UUID with state completed, and a GB200 tray
+    whose registration failed reports status "Insufficient Resources" with a zero UUID (meta-pytorch/torchcomms#1385,
+    Azure/azhpc-images#506); GPUs that disagree are no domain."""
+    probes = [g.get("fabric") for g in gpus]
+    if not probes or not all(p and p.get("state") == "completed" and p.get("status") == 0 for p in probes):
+        return None
+    if any(p.get("cluster_uuid") in (None, ZERO_UUID) for p in probes):
+        return None
+    found = {f"{p['cluster_uuid']}.{p.get('clique_id')}" for p in probes}
+    return found.pop() if len(found) == 1 else None
+
+
+def multinode_nvlink(gpus, local_nvswitch):
+    """The GPUs are wired to NVLink switches outside this node (GB200/GB300 NVL compute trays): they have a fabric
+    probe (Hopper and newer behind NVLink switches) but the node has no NVSwitch of its own, neither on PCI nor
+    behind an NVLink 5 management bridge. Such a node needs IMEX for memory across nodes, not a Fabric Manager of
+    its own (that runs on the switch trays)."""
+    probes = [g.get("fabric") for g in gpus]
+    return bool(probes) and not local_nvswitch and all(p and p.get("state") != "not_supported" for p in probes)

@@ -15,7 +15,11 @@ import sys
 
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_health as health
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_host as host
-from ansible_collections.gpufleet.stack.plugins.module_utils._fabric import fabric_facts
+from ansible_collections.gpufleet.stack.plugins.module_utils._fabric import (
+    fabric_facts,
+    multinode_nvlink,
+    nvlink_domain,
+)
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_labels import gfd_labels
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_nvml import (
     collect_gpus,
@@ -154,6 +158,10 @@ def empty_facts():
         "nvswitch_present": False,
         "pci_gpu_count": 0,
         "fabricmanager_required": False,
+        "nvlink5_switch": False,
+        "nvlsm_required": False,
+        "nvlink_domain": None,
+        "imex_required": False,
         "gpu_count": 0,
         "gpus": [],
         "topology": {},
@@ -243,7 +251,6 @@ def gather(params, read_kernel_log, probe=None):
             "pci_gpu_count": sum(bool(dev["is_gpu"]) and dev.get("driver") != "vfio-pci" for dev in pci),
         }
     )
-    facts["fabricmanager_required"] = facts["nvswitch_present"]
 
     call_init, state, reason = host.plan_probe(kmod["loaded"], probe.get("found"), probe.get("simulator"))
     if call_init and not probe.get("simulator") and host.versions_mismatch(probe.get("version"), kmod["version"]):
@@ -264,8 +271,21 @@ def gather(params, read_kernel_log, probe=None):
     if params.get("gather_fabric", True):
         buses = [gpu["pci_bus_id"] for gpu in facts["gpus"] if gpu.get("pci_bus_id")]
         facts["fabric"] = fabric_facts(params.get("sysfs_root", "/"), buses)
+    _nvlink_needs(facts)
     _health_and_labels(facts, params, read_kernel_log, sim)
     return facts
+
+
+def _nvlink_needs(facts):
+    """What the NVLink fabric needs on this node (Fabric Manager user guide; NVIDIA's driver container): Fabric
+    Manager where NVSwitches are local (on PCI up to NVLink 4, behind the baseboard's management bridge from NVLink
+    5, which also needs NVLSM); IMEX where the GPUs are wired to NVLink switches outside the node (GB200 NVL)."""
+    facts["nvlink5_switch"] = any(dev.get("nvswitch_mgmt") for dev in facts["fabric"]["devices"])
+    local = facts["nvswitch_present"] or facts["nvlink5_switch"]
+    facts["fabricmanager_required"] = local
+    facts["nvlsm_required"] = facts["nvlink5_switch"]
+    facts["imex_required"] = multinode_nvlink(facts["gpus"], local)
+    facts["nvlink_domain"] = nvlink_domain(facts["gpus"]) if facts["imex_required"] else None
 
 
 def _health_and_labels(facts, params, read_kernel_log, sim):

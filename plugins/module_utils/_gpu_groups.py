@@ -4,7 +4,9 @@
 
 The same names the shipped constructed config used to make with Jinja, for every host of a fleet in a fraction of
 the time (no templating per host): gpu_model_<model>, driver_branch_<branch>, gpu_health_<status>,
-fabricmanager_required, gpu_driver_not_loaded; and from the RDMA fabric, fabric_ib, fabric_roce or fabric_down (RDMA
+fabricmanager_required, nvlsm_required (NVLink 5 NVSwitches), imex_required (GPUs on NVLink switches outside the node),
+nvlink_domain_<cluster uuid>_<clique> (the multi-node NVLink domain: the hosts one IMEX domain holds),
+gpu_driver_not_loaded; and from the RDMA fabric, fabric_ib, fabric_roce or fabric_down (RDMA
 devices, no active port; a node without any is in none of them) and gpudirect_rdma (nvidia-peermem loaded).
 """
 
@@ -27,8 +29,9 @@ def groups_for(facts, prefixes=None):
     if not isinstance(gpu, dict):
         return []
     found = []
-    if gpu.get("fabricmanager_required"):
-        found.append("fabricmanager_required")
+    found += [name for name in ("fabricmanager_required", "nvlsm_required", "imex_required") if gpu.get(name) is True]
+    if isinstance(gpu.get("nvlink_domain"), str) and gpu["nvlink_domain"]:
+        found.append(safe(f"nvlink_domain_{gpu['nvlink_domain']}"))
     if gpu.get("driver_state") in ("not_loaded", "mismatch"):
         found.append("gpu_driver_not_loaded")
     models = []

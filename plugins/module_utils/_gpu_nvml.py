@@ -10,6 +10,7 @@ gives None, never an exception. The nvml argument is the imported pynvml module.
 from __future__ import annotations
 
 import ctypes
+import uuid
 
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_names import (
     architecture_name,
@@ -146,9 +147,11 @@ FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "com
 
 
 def _fabric(nvml, handle):
-    """{state, status} of nvmlDeviceGetGpuFabricInfoV (v2 struct), else the older nvmlDeviceGetGpuFabricInfo; None where
-    the GPU has no fabric probe (A100, PCIe cards: NVML_ERROR_NOT_SUPPORTED). status is the NVML return code of the
-    probe, meaningful once the state is completed (0: success)."""
+    """{state, status, clique_id, cluster_uuid} of nvmlDeviceGetGpuFabricInfoV (v2 struct), else the older
+    nvmlDeviceGetGpuFabricInfo; None where the GPU has no fabric probe (A100, PCIe cards: NVML_ERROR_NOT_SUPPORTED).
+    status is the NVML return code of the probe, meaningful once the state is completed (0: success). cluster_uuid
+    and clique_id name the multi-node NVLink domain and partition (GB200 NVL72); a single-node HGX reports the
+    all-zero UUID (see _fabric_domain)."""
     for func, struct in (
         ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
         ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"),
@@ -167,7 +170,12 @@ def _fabric(nvml, handle):
         # nvml.h declares the state an unsigned char; pynvml reads it as c_uint, so the padding bytes after it
         # (whatever the library left there) would land in the upper bits.
         state = int(info.state) & 0xFF
-        return {"state": FABRIC_STATES.get(state, f"unknown-{state}"), "status": int(info.status)}
+        return {
+            "state": FABRIC_STATES.get(state, f"unknown-{state}"),
+            "status": int(info.status),
+            "clique_id": int(info.cliqueId),
+            "cluster_uuid": str(uuid.UUID(bytes=bytes(info.clusterUuid))),
+        }
     return None
 
 

@@ -18,7 +18,7 @@ matchIfList):
 
 from __future__ import annotations
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._fabric import DISTANCES, farthest
+from ansible_collections.gpufleet.stack.plugins.module_utils._fabric import DISTANCES, farthest, network_devices
 
 # GPUDirect RDMA through the CPU's root complex is still worth it; across NUMA nodes it is slower than staging.
 GDR_CAP = "PHB"
@@ -100,13 +100,16 @@ def gdr_level(distances, hcas):
 
 
 def derive(devices, *, peermem, distances=None, socket_ifname=""):
-    """({NCCL_*: value}, [notes]) for a node with an active RDMA port; ({}, [why]) for one without."""
+    """({NCCL_*: value}, [notes]) for a node with an active RDMA port; ({}, [why]) for one without. The NVSwitch
+    management bridge's functions (NVLink 5 baseboards) are never NCCL's HCAs: their ports lead to the NVSwitches."""
+    bridge = sorted(dev["name"] for dev in devices if dev.get("nvswitch_mgmt"))
+    devices = network_devices(devices)
     ports = active_ports(devices)
     if not ports:
         return {}, ["no active RDMA port: NCCL's network settings are left to NCCL (sockets)"]
     hcas = sorted({dev for dev, _port, _layer in ports})
     settings = {"NCCL_IB_HCA": "=" + ",".join(f"{dev}:{port}" for dev, port, _layer in sorted(ports))}
-    notes = []
+    notes = [f"{', '.join(bridge)}: the NVSwitch management bridge, not an HCA for NCCL"] if bridge else []
     if socket_ifname:
         settings["NCCL_SOCKET_IFNAME"] = "=" + socket_ifname
     if any(layer == "Ethernet" for _dev, _port, layer in ports):

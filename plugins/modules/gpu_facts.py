@@ -144,16 +144,22 @@ ansible_facts:
           C(persistence_mode), C(compute_mode), C(utilization_gpu_pct), C(ecc), C(retired_pages), C(remapped_rows),
           C(temperature), C(power), C(clocks), C(clocks_max), C(throttle_reasons), C(pcie), C(nvlink), C(mig),
           C(compute_processes), C(processes) (C(pid), C(used_memory_mib), C(name) of each compute process) and
-          C(fabric) (C(state) not_started, in_progress or completed, and C(status), the NVML return code of the
-          probe, on Hopper and newer behind NVSwitch; null where the GPU has no fabric probe); an unsupported field
-          is C(null).
+          C(fabric) (C(state) not_started, in_progress or completed, C(status), the NVML return code of the
+          probe, C(clique_id) and C(cluster_uuid), on Hopper and newer behind NVLink switches; null where the GPU
+          has no fabric probe); an unsupported field is C(null).
         - Other keys are C(driver_state_reason), C(library_version), C(kernel_module_version), C(nvml_version),
           C(kernel_module_flavor) (open, proprietary or null), C(nouveau_loaded), C(pci_devices),
-          C(nvswitch_present), C(fabricmanager_required), C(gpu_count), C(pci_gpu_count) (NVIDIA GPUs on the PCI
-          bus; more than C(gpu_count) is a critical finding), C(topology) (C("0-1") to an NVML
+          C(nvswitch_present) (NVSwitches on PCI, up to NVLink 4), C(nvlink5_switch) (an NVLink 5 baseboard's
+          NVSwitch management bridge among the RDMA devices, its VPD saying SW_MNG), C(fabricmanager_required)
+          (either), C(nvlsm_required) (NVLink 5: NVLSM beside Fabric Manager), C(imex_required) (GPUs on NVLink
+          switches outside the node, GB200 NVL), C(nvlink_domain) (C(<cluster uuid>.<clique id>) once every GPU's
+          fabric probe completed with success and a non-zero cluster UUID, else null), C(gpu_count),
+          C(pci_gpu_count) (NVIDIA GPUs on the PCI bus; more than C(gpu_count) is a critical finding), C(topology)
+          (C("0-1") to an NVML
           topology level name), C(labels), C(kernel_log), C(source) (nvml, nvml-simulator or sysfs),
           C(simulated), C(fabric) (C(summary) ib, roce, down or none; C(devices) with their ports, GIDs, interfaces
-          and PCI place; C(peermem); C(gpu_nic), each GPU's PCI distance to each RDMA device, PIX to SYS),
+          and PCI place, C(nvswitch_mgmt) for the NVSwitch bridge's; C(peermem); C(gpu_nic), each GPU's PCI
+          distance to each RDMA device, PIX to SYS),
           C(nvml_bindings) (C(path) and C(version) of the pynvml imported, null when NVML was not
           called; the collection's copy in C(/usr/local/lib/gpufleet/python), put there by the
           C(gpufleet.stack.pynvml) role, comes first) and C(gathered_at) (UTC, C(2026-12-06T04:00:00Z)).

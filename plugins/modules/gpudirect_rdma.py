@@ -80,7 +80,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
-from ansible_collections.gpufleet.stack.plugins.module_utils._fabric import peermem_loaded, read_rdma
+from ansible_collections.gpufleet.stack.plugins.module_utils._fabric import network_devices, peermem_loaded, read_rdma
 
 MODULE = "nvidia-peermem"
 
@@ -96,9 +96,11 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    devices = [d["name"] for d in read_rdma(p["sysfs_root"])]
+    # The NVSwitch management bridge of an NVLink 5 baseboard is an RDMA device too, but no path to another node.
+    devices = [d["name"] for d in network_devices(read_rdma(p["sysfs_root"]))]
     wanted = p["state"] == "present" or (p["state"] == "auto" and bool(devices))
-    reason = f"RDMA devices {', '.join(devices)}" if devices else "no RDMA device (/sys/class/infiniband is empty)"
+    none = "no RDMA device to other nodes in /sys/class/infiniband"
+    reason = f"RDMA devices {', '.join(devices)}" if devices else none
     path = p["modules_load_file"]
     current = read(path)[0]
     text = ((p["header"].rstrip("\n") + "\n") if p["header"] else "") + MODULE + "\n"

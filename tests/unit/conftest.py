@@ -43,3 +43,19 @@ def fake_scontrol():
             scontrol.chmod(0o755)
 
     return write
+
+
+@pytest.fixture
+def recorded_sysfs(tmp_path):
+    """root(name): tests/unit/fabric/fixtures/<name> (a recorded or derived /sys listing, see its header)
+    materialised under a fresh directory; root is the sysfs_root the readers and gpu_facts take."""
+    path = ROOT / "tests" / "unit" / "fabric" / "sysfs_tree.py"
+    loader = importlib.machinery.SourceFileLoader("sysfs_tree", str(path))
+    spec = importlib.util.spec_from_loader("sysfs_tree", loader)
+    tree = importlib.util.module_from_spec(spec)
+    loader.exec_module(tree)
+
+    def root(name):
+        return tree.build(path.parent / "fixtures" / name, tmp_path / "sysfs" / name)
+
+    return root

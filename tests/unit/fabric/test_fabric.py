@@ -125,3 +125,63 @@ def test_the_farthest_distance_and_a_table_per_gpu(ib):
     assert fab.farthest([None]) is None
     gpus = [{"bus_id": "0000:83:00.0", "pci_path": ["pci0000:80", "0000:80:03.0", "0000:83:00.0"], "numa_node": 1}]
     assert fab.gpu_nic_distances(gpus, ib) == {"0000:83:00.0": {"mlx4_0": "PHB"}}
+
+
+@pytest.fixture
+def b200(tmp_path):
+    return fab.read_rdma(str(build(FIXTURES / "hgx-b200-nvswitch-bridge.sysfs", tmp_path)))
+
+
+def test_the_nvswitch_bridge_of_an_nvlink_5_baseboard_is_known_by_its_vpd(b200):
+    """HGX B200: the four functions of the baseboard's ConnectX-7 bridge (a real node's names and GUIDs) say SW_MNG
+    in their VPD; the compute HCA does not. The bridge's active ports are not a network to other nodes."""
+    assert [(d["name"], d["nvswitch_mgmt"]) for d in b200] == [
+        ("mlx5_0", False), ("mlx5_10", True), ("mlx5_11", True), ("mlx5_8", True), ("mlx5_9", True)]  # fmt: skip
+    assert [d["name"] for d in fab.network_devices(b200)] == ["mlx5_0"]
+    assert fab.summary(b200) == "ib"
+    bridge_only = [d for d in b200 if d["nvswitch_mgmt"]]
+    assert fab.summary(bridge_only) == "none"
+
+
+def test_no_vpd_or_an_unreadable_one_is_not_the_bridge(tmp_path):
+    (tmp_path / "vpd").write_bytes(b"\x82\x10\x00ConnectX-7 VPD\x90\x20\x00PN\x08MCX75310\x78")
+    assert fab.nvswitch_bridge(str(tmp_path)) is False
+    assert fab.nvswitch_bridge(str(tmp_path / "absent")) is False
+    (tmp_path / "vpd").write_bytes(b"\x82\x10\x00" + b"\xff" * 100 + b"SMDL=SW_MNG\x78")  # binary around it
+    assert fab.nvswitch_bridge(str(tmp_path)) is True
+
+
+ZERO = fab.ZERO_UUID
+GB200 = {"state": "completed", "status": 0, "clique_id": 4026, "cluster_uuid": "9c6f5af3-53bf-49b5-a436-b66766c413c3"}
+
+
+@pytest.mark.parametrize(
+    ("probes", "domain"),
+    [
+        ([GB200] * 4, "9c6f5af3-53bf-49b5-a436-b66766c413c3.4026"),  # a real GB200's probe (leptonai/gpud#1106)
+        ([{**GB200, "cluster_uuid": ZERO, "clique_id": 32766}] * 8, None),  # single-node HGX: the zero UUID
+        ([{**GB200, "status": 27, "clique_id": 0, "cluster_uuid": ZERO}] * 4, None),  # Insufficient Resources
+        ([{**GB200, "status": 27}] * 4, None),  # completed with an error status: not trusted, whatever the UUID
+        ([GB200] * 3 + [{**GB200, "state": "in_progress"}], None),  # one GPU still registering
+        ([GB200] * 3 + [{**GB200, "clique_id": 4027}], None),  # GPUs that disagree
+        ([GB200] * 3 + [None], None),
+        ([], None),
+    ],
+)
+def test_the_multi_node_nvlink_domain(probes, domain):
+    assert fab.nvlink_domain([{"fabric": p} for p in probes]) == domain
+
+
+@pytest.mark.parametrize(
+    ("probes", "local", "multinode"),
+    [
+        ([GB200] * 4, False, True),  # GB200 tray: a fabric probe, no NVSwitch of its own
+        ([{**GB200, "state": "not_started"}] * 4, False, True),  # its fabric down: still wired to one
+        ([GB200] * 8, True, False),  # HGX: the NVSwitches are local, Fabric Manager's
+        ([None] * 2, False, False),  # no fabric probe (A100, PCIe cards)
+        ([{**GB200, "state": "not_supported"}], False, False),  # a single H100 PCIe (leptonai/gpud#1140)
+        ([], False, False),
+    ],
+)
+def test_gpus_on_nvlink_switches_outside_the_node(probes, local, multinode):
+    assert fab.multinode_nvlink([{"fabric": p} for p in probes], local) is multinode

@@ -71,6 +71,6 @@ def test_no_rdma_device_no_peermem_and_our_file_goes(tmp_path):
     path.write_text("nvidia-peermem\n")
     result, path, calls = gpudirect(tmp_path, {})
     assert (result["changed"], result["wanted"], calls) == (True, False, [])
-    assert result["reason"] == "no RDMA device (/sys/class/infiniband is empty)" and not path.exists()
+    assert result["reason"] == "no RDMA device to other nodes in /sys/class/infiniband" and not path.exists()
     forced, path, calls = gpudirect(tmp_path, {"state": "present"})
     assert (forced["wanted"], calls, path.read_text()) == (True, ["nvidia-peermem"], "nvidia-peermem\n")

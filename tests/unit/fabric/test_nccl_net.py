@@ -176,3 +176,11 @@ def test_a_setting_naming_what_the_node_lacks_is_refused_before_writing(tmp_path
         in result["msg"]
     )
     assert not (root / "nccl.conf").exists()
+
+
+def test_the_nvswitch_bridge_is_never_an_hca_for_nccl(tmp_path):
+    """HGX B200: the baseboard's bridge functions have active InfiniBand ports, but they lead to the NVSwitches."""
+    devices = fab.read_rdma(str(build(FIXTURES / "hgx-b200-nvswitch-bridge.sysfs", tmp_path)))
+    settings, notes = nn.derive(devices, peermem=False)
+    assert settings == {"NCCL_IB_HCA": "=mlx5_0:1"}
+    assert notes[0] == "mlx5_10, mlx5_11, mlx5_8, mlx5_9: the NVSwitch management bridge, not an HCA for NCCL"

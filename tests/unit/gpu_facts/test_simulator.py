@@ -382,3 +382,24 @@ def test_debian_python3_pynvml_gives_the_same_facts(profile, tmp_path, debian_py
     assert new.pop("nvml_bindings")["version"] == version("nvidia-ml-py")
     assert old.pop("gathered_at") <= new.pop("gathered_at")  # two runs, seconds apart
     assert old == new
+
+
+def test_what_the_nvlink_fabric_needs_on_each_kind_of_node(tmp_path, recorded_sysfs):
+    """HGX H100: NVSwitches on PCI, Fabric Manager. HGX B200: no NVSwitch on PCI, but the baseboard's management
+    bridge in /sys/class/infiniband: Fabric Manager and NVLSM. GB200 tray: GPUs on the rack's NVLink switches, no
+    switch of its own: IMEX, in the domain its GPUs report (a real GB200's probe)."""
+    keys = ("nvswitch_present", "nvlink5_switch", "fabricmanager_required", "nvlsm_required", "imex_required")
+    h100 = facts_for("h100-sxm5-80gb-x8", tmp_path)
+    assert [h100[k] for k in keys] == [True, False, True, False, False] and h100["nvlink_domain"] is None
+    zero = "00000000-0000-0000-0000-000000000000"
+    assert h100["gpus"][0]["fabric"] == {"state": "completed", "status": 0, "clique_id": 32766, "cluster_uuid": zero}
+    root = recorded_sysfs("hgx-b200-nvswitch-bridge.sysfs")
+    b200 = facts_for("b200-hgx-x8", tmp_path, {"sysfs_root": str(root)})
+    assert [b200[k] for k in keys] == [False, True, True, True, False] and b200["nvlink_domain"] is None
+    assert b200["fabric"]["summary"] == "ib"
+    gb200 = facts_for("gb200-nvl72-tray-x4", tmp_path)
+    assert [gb200[k] for k in keys] == [False, False, False, False, True]
+    assert gb200["nvlink_domain"] == "9c6f5af3-53bf-49b5-a436-b66766c413c3.4026"
+    failed = facts_for("gb200-nvl72-tray-x4-fabric-insufficient", tmp_path)
+    assert failed["imex_required"] is True and failed["nvlink_domain"] is None
+    assert {g["fabric"]["status"] for g in failed["gpus"]} == {23}  # NVML_ERROR_INSUFFICIENT_RESOURCES

@@ -20,7 +20,10 @@ INIT = {
     "a100-mig": None,
     "a100-sxm4-40gb-x8-nvswitch": None,
     "a100-sxm4-40gb-x8-nvswitch-gpu-lost": None,
+    "b200-hgx-x8": None,
     "driver-not-loaded": n.NVML_ERROR_DRIVER_NOT_LOADED,
+    "gb200-nvl72-tray-x4": None,
+    "gb200-nvl72-tray-x4-fabric-insufficient": None,
     "h100-sxm5-80gb-x8": None,
     "h100-sxm5-80gb-x8-fabric-in-progress": None,
     "h100-sxm5-80gb-x8-fm-not-started": None,
@@ -136,7 +139,9 @@ def expected_gpu(gpu):
         "fabric": (
             {
                 "state": FABRIC_STATES[gpu["fabric"]["state"]],
-                "status": getattr(n, f"NVML_{gpu['fabric']['status']}"),
+                "status": getattr(
+                    n, "NVML_" + ("" if gpu["fabric"]["status"] == "SUCCESS" else "ERROR_") + gpu["fabric"]["status"]
+                ),
                 "cliqueId": gpu["fabric"]["clique_id"],
             }
             if gpu.get("fabric")

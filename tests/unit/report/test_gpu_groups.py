@@ -33,6 +33,17 @@ def test_the_fabric_groups(fabric, groups):
     assert groups_for({"gpufleet_gpu": {"fabric": fabric}}) == groups
 
 
+def test_nvlink_5_and_multi_node_nvlink_groups():
+    """An HGX B200 needs NVLSM beside Fabric Manager; a GB200 tray needs IMEX, and its domain names a group (the
+    domain as NVIDIA's DRA driver writes it, <cluster uuid>.<clique id>, from a real GB200: leptonai/gpud#1106)."""
+    b200 = {"fabricmanager_required": True, "nvlsm_required": True, "imex_required": False, "nvlink_domain": None}
+    assert groups_for({"gpufleet_gpu": b200}) == ["fabricmanager_required", "nvlsm_required"]
+    gb200 = {"imex_required": True, "nvlink_domain": "9c6f5af3-53bf-49b5-a436-b66766c413c3.4026"}
+    assert groups_for({"gpufleet_gpu": gb200}) == [
+        "imex_required", "nvlink_domain_9c6f5af3_53bf_49b5_a436_b66766c413c3_4026"]  # fmt: skip
+    assert groups_for({"gpufleet_gpu": {"imex_required": "yes", "nvlink_domain": ""}}) == []
+
+
 def test_no_gpu_facts_no_groups():
     assert groups_for({"ansible_hostname": "x"}) == [] and groups_for(None) == []
 
