@@ -9,7 +9,14 @@ change (NVIDIA's driver, toolkit and operator trackers, Slurm sites):
 - module: the kernel module loaded is not the installed driver (no reboot yet, or the reboot came up without it);
 - gpus: a GPU fell off the bus or failed to initialise without an Xid: NVML sees fewer GPUs than the PCI bus;
 - fabric: on NVSwitch systems Fabric Manager is not running or the fabric has not finished training, and CUDA
-  answers error 802 "system not yet initialized";
+  answers error 802 "system not yet initialized"; on GB200-class trays (GPUs on the rack's NVLink switches) the GPUs
+  have not registered with the fabric;
+- nvlsm: on NVLink 5 systems (HGX B200/B300) the NVLink Subnet Manager is not running beside Fabric Manager, which
+  then fails with NV_WARN_NOTHING_TO_DO (Fabric Manager user guide; siderolabs/extensions#717);
+- imex: where GPUs share memory across nodes (GB200 NVL) the IMEX service is not active or its channel0 is missing,
+  and CUDA's fabric-memory calls fail with an insufficient-permission error (NVIDIA's IMEX guide, "IMEX Channels");
+- peermem: the node loads nvidia-peermem at boot (role rdma) but it is not loaded after the change: NCCL falls back
+  to staging through host memory without a word (NVIDIA/nccl#1537, NVIDIA/deepops#1300);
 - persistence: persistence mode off (the driver tears down between jobs; NVIDIA's Ubuntu packaging starts
   nvidia-persistenced with --no-persistence-mode);
 - health: a critical finding (ECC, remapped rows, temperature, a next kernel without a module);
@@ -71,27 +78,95 @@ def fm_configured(lines):
     return any(FM_DONE in line for line in lines[starts[-1] + 1 :])
 
 
+def _unregistered(facts):
+    """The GPUs whose NVML fabric probe is not completed with status 0; None when a GPU has no probe (A100)."""
+    probes = [g.get("fabric") for g in facts.get("gpus") or []]
+    if not probes or not all(probes):
+        return None
+    return [
+        f"GPU {g['index']} {g['fabric']['state']}"
+        + (f" (status {g['fabric']['status']})" if g["fabric"]["status"] else "")
+        for g in facts["gpus"]
+        if g["fabric"]["state"] != "completed" or g["fabric"]["status"] != 0
+    ]
+
+
 def gate_fabric(facts, fm_active, fm_lines):
-    """NVSwitch hosts only: Fabric Manager active, and the fabric trained: every GPU's NVML fabric state completed
-    with status 0 (Hopper and newer), else (A100: no fabric probe) Fabric Manager's "configured" line."""
-    if not facts.get("nvswitch_present"):
+    """NVSwitch hosts (on PCI, or behind an NVLink 5 bridge): Fabric Manager active, and the fabric trained: every
+    GPU's NVML fabric state completed with status 0 (Hopper and newer), else (A100: no fabric probe) Fabric
+    Manager's "configured" line. GPUs on switches outside the node (GB200 trays): registered with the fabric."""
+    pending = _unregistered(facts)
+    if facts.get("imex_required") and not facts.get("fabricmanager_required"):
+        return _rack_fabric(facts, pending)
+    if not facts.get("fabricmanager_required"):
         return gate("fabric", True, "no NVSwitch: Fabric Manager not needed")
     if not fm_active:
         return gate("fabric", False, "Fabric Manager is not active on an NVSwitch system (CUDA answers error 802)")
-    probes = [g.get("fabric") for g in facts.get("gpus") or []]
-    if probes and all(probes):
-        pending = [
-            f"GPU {g['index']} {g['fabric']['state']}"
-            + (f" (status {g['fabric']['status']})" if g["fabric"]["status"] else "")
-            for g in facts["gpus"]
-            if g["fabric"]["state"] != "completed" or g["fabric"]["status"] != 0
-        ]
-        if pending:
-            return gate("fabric", False, "the NVLink fabric has not finished training: " + ", ".join(pending))
-        return gate("fabric", True, f"Fabric Manager active, {len(probes)} GPUs registered with the fabric")
+    return _fm_trained(facts, pending, fm_lines)
+
+
+def _fm_trained(facts, pending, fm_lines):
+    """Fabric Manager active: NVML's probes say the GPUs registered; without probes (A100), its own log does."""
+    if pending:
+        return gate("fabric", False, "the NVLink fabric has not finished training: " + ", ".join(pending))
+    if pending is not None:  # every GPU has a probe and all are registered
+        return gate("fabric", True, f"Fabric Manager active, {len(facts['gpus'])} GPUs registered with the fabric")
     if fm_configured(fm_lines):
         return gate("fabric", True, "Fabric Manager active and reports the GPUs and NVSwitches configured")
     return gate("fabric", False, f'Fabric Manager is active but has not logged "{FM_DONE}" since it started')
+
+
+def _rack_fabric(facts, pending):
+    """A tray whose GPUs are on the rack's NVLink switches: every GPU registered with that fabric."""
+    if pending:
+        return gate("fabric", False, "the GPUs have not registered with the NVLink fabric: " + ", ".join(pending))
+    return gate("fabric", True, f"{len(facts['gpus'])} GPUs registered with the rack's NVLink fabric")
+
+
+def gate_nvlsm(facts, processes):
+    """NVLink 5 systems: NVLSM runs (Fabric Manager's start script launches it; its process is nvlsm)."""
+    if not facts.get("nvlsm_required"):
+        return gate("nvlsm", True, "no NVLink 5 NVSwitch: NVLSM not needed")
+    if "nvlsm" in processes:
+        return gate("nvlsm", True, "NVLSM running beside Fabric Manager")
+    return gate(
+        "nvlsm",
+        False,
+        "NVLSM is not running on an NVLink 5 system: Fabric Manager cannot program the NVSwitches (is nvlsm "
+        "installed and ib_umad loaded?)",
+    )
+
+
+def gate_imex(facts, imex_active, channel0):
+    """GPUs sharing memory across nodes: the IMEX service active and its default channel present."""
+    if not facts.get("imex_required"):
+        return gate("imex", True, "no multi-node NVLink: IMEX not needed")
+    if not imex_active:
+        return gate("imex", False, "the IMEX service is not active on a multi-node NVLink node")
+    if not channel0:
+        return gate(
+            "imex",
+            False,
+            "IMEX channel0 is missing (/dev/nvidia-caps-imex-channels/channel0): CUDA's fabric memory calls fail "
+            "with insufficient permission",
+        )
+    return gate("imex", True, f"IMEX active with channel0 in NVLink domain {facts.get('nvlink_domain') or 'unknown'}")
+
+
+def gate_peermem(facts, wanted):
+    """A node set to load nvidia-peermem at boot has it loaded once the driver is."""
+    if not wanted:
+        return gate("peermem", True, "nvidia-peermem not configured here")
+    if facts.get("driver_state") != "loaded":
+        return gate("peermem", True, "the driver is not loaded: nvidia-peermem follows it")
+    if (facts.get("fabric") or {}).get("peermem"):
+        return gate("peermem", True, "nvidia-peermem loaded (GPUDirect RDMA)")
+    return gate(
+        "peermem",
+        False,
+        "nvidia-peermem is configured to load at boot but is not loaded: NCCL stages through host memory (no "
+        "GPUDirect RDMA); see `modprobe nvidia-peermem` for why",
+    )
 
 
 def gate_persistence(facts, required=True):
@@ -154,13 +229,18 @@ def gate_cdi(spec_path, text, loaded):
     return gate("cdi", True, f"CDI spec for driver {', '.join(versions)}")
 
 
-def evaluate(facts, *, target, expected_gpus, fm_active, fm_lines, xid_baseline, cdi_path, cdi_text, persistence=True):
-    """Every gate in order: the first that failed decides the node's state (failed/<gate>)."""
+def evaluate(facts, *, target, expected_gpus, fm_active, fm_lines, xid_baseline, cdi_path, cdi_text, **node):
+    """Every gate in order: the first that failed decides the node's state (failed/<gate>). node: persistence
+    (required, default true), processes (names running), imex_active, imex_channel0, peermem_wanted."""
     loaded = facts.get("driver_version") if facts.get("driver_state") == "loaded" else None
+    persistence = node.get("persistence", True)
     return [
         gate_module(facts, target),
         gate_gpus(facts, expected_gpus),
         gate_fabric(facts, fm_active, fm_lines),
+        gate_nvlsm(facts, node.get("processes") or ()),
+        gate_imex(facts, node.get("imex_active", False), node.get("imex_channel0", False)),
+        gate_peermem(facts, node.get("peermem_wanted", False)),
         gate_persistence(facts, persistence),
         gate_health(facts, xid_baseline),
         gate_xid(facts, xid_baseline),

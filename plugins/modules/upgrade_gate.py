@@ -14,7 +14,10 @@ description:
     Manager's unit and journal, and the CDI spec, and checks, in order, C(module) (the loaded driver is
     O(driver_version)), C(gpus) (NVML's GPU count equals the PCI bus' and O(expected_gpus)), C(fabric) (on NVSwitch
     systems Fabric Manager is active and the fabric trained, by NVML's fabric state on Hopper and newer and by
-    Fabric Manager's "configured" line on A100), C(persistence), C(health) (no critical finding), C(xid) (no Xid
+    Fabric Manager's "configured" line on A100; on GB200-class trays the GPUs registered with the rack's fabric),
+    C(nvlsm) (NVLink 5 systems: an C(nvlsm) process runs), C(imex) (multi-node NVLink: O(imex_unit) active and
+    O(imex_channel) present), C(peermem) (where O(peermem_load_file) exists and the
+    driver is loaded, C(nvidia-peermem) is loaded), C(persistence), C(health) (no critical finding), C(xid) (no Xid
     line that was not in O(xid_baseline)) and C(cdi) (the spec names the loaded driver).
   - Looks again every O(poll_interval) seconds for up to O(timeout) seconds, since Fabric Manager trains the fabric and
     the daemons start for a while after a driver change or a reboot. Fails with C(failed/<gate>) and the reason of the
@@ -40,6 +43,22 @@ options:
     description: Fabric Manager's log file, read when the journal has nothing of the unit.
     type: path
     default: /var/log/fabricmanager.log
+  imex_unit:
+    description: The IMEX service's unit, asked where gpu_facts says C(imex_required).
+    type: str
+    default: nvidia-imex.service
+  imex_channel:
+    description: >-
+      The default IMEX channel's device node; CUDA's fabric-memory calls need it (NVIDIA's IMEX guide, "IMEX
+      Channels").
+    type: path
+    default: /dev/nvidia-caps-imex-channels/channel0
+  peermem_load_file:
+    description: >-
+      The modules-load.d file through which the node loads C(nvidia-peermem) at boot (M(gpufleet.stack.gpudirect_rdma));
+      where it exists, the C(peermem) gate requires the module loaded.
+    type: path
+    default: /etc/modules-load.d/gpufleet-nvidia-peermem.conf
   xid_baseline:
     description: The kernel log's Xid lines when the upgrade began; only lines not among them fail the C(xid) gate.
     type: list
@@ -107,6 +126,7 @@ ansible_facts:
   type: dict
 """
 
+import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -118,11 +138,9 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_readers import
 
 def fabricmanager(module, unit, log_path):
     """(active, lines since the journal's or the log's start): Fabric Manager's own account."""
-    systemctl, journalctl = module.get_bin_path("systemctl"), module.get_bin_path("journalctl")
-    if not systemctl:
+    if not module.get_bin_path("systemctl"):
         return False, []
-    rc, out, _err = module.run_command([systemctl, "is-active", unit])
-    active = rc == 0 and out.strip() == "active"
+    active, journalctl = unit_active(module, unit), module.get_bin_path("journalctl")
     lines = []
     if journalctl:
         rc, out, _err = module.run_command([journalctl, "-u", unit, "-o", "cat", "--no-pager", "-n", "500"])
@@ -132,11 +150,29 @@ def fabricmanager(module, unit, log_path):
     return active, lines
 
 
+def unit_active(module, unit):
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        return False
+    rc, out, _err = module.run_command([systemctl, "is-active", unit])
+    return rc == 0 and out.strip() == "active"
+
+
+def processes(procfs="/proc"):
+    """The names (comm) of the processes running, as ps shows them."""
+    names = set()
+    for pid in os.listdir(procfs) if os.path.isdir(procfs) else []:
+        if pid.isdigit():
+            names.add((read_text(os.path.join(procfs, pid, "comm")) or "").strip())
+    return names
+
+
 def look(module, p):
     facts = gather(dict(modinfo=modinfo_reader(module), gather_topology=False), kernel_log_reader(module))
     fm_active, fm_lines = (False, [])
-    if facts.get("nvswitch_present"):
+    if facts.get("fabricmanager_required"):
         fm_active, fm_lines = fabricmanager(module, p["fabricmanager_unit"], p["fabricmanager_log"])
+    imex = facts.get("imex_required")
     gates = _gate.evaluate(
         facts,
         target=p["driver_version"],
@@ -147,6 +183,10 @@ def look(module, p):
         cdi_path=p["cdi_spec"],
         cdi_text=read_text(p["cdi_spec"]) if p["cdi_spec"] else None,
         persistence=p["persistence"],
+        processes=processes() if facts.get("nvlsm_required") else (),
+        imex_active=imex and unit_active(module, p["imex_unit"]),
+        imex_channel0=imex and os.path.exists(p["imex_channel"]),
+        peermem_wanted=os.path.exists(p["peermem_load_file"]),
     )
     return facts, gates
 
@@ -158,6 +198,9 @@ def main():
             "expected_gpus": {"type": "int", "default": 0},
             "fabricmanager_unit": {"type": "str", "default": "nvidia-fabricmanager.service"},
             "fabricmanager_log": {"type": "path", "default": "/var/log/fabricmanager.log"},
+            "imex_unit": {"type": "str", "default": "nvidia-imex.service"},
+            "imex_channel": {"type": "path", "default": "/dev/nvidia-caps-imex-channels/channel0"},
+            "peermem_load_file": {"type": "path", "default": "/etc/modules-load.d/gpufleet-nvidia-peermem.conf"},
             "xid_baseline": {"type": "list", "elements": "str", "default": []},
             "cdi_spec": {"type": "path", "default": ""},
             "persistence": {"type": "bool", "default": True},

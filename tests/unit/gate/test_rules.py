@@ -30,7 +30,8 @@ def verdicts(f, **over):
 
 def test_a_healthy_node_passes_every_gate():
     gates = verdicts(facts(), cdi_path="/etc/cdi/nvidia.yaml", cdi_text=SPEC_NEW)
-    assert [x["gate"] for x in gates] == ["module", "gpus", "fabric", "persistence", "health", "xid", "cdi"]
+    assert [x["gate"] for x in gates] == [
+        "module", "gpus", "fabric", "nvlsm", "imex", "peermem", "persistence", "health", "xid", "cdi"]  # fmt: skip
     assert g.first_failure(gates) is None
 
 
@@ -50,7 +51,7 @@ def test_seven_of_eight_gpus():
 
 
 def test_fabric_on_nvswitch_hosts():
-    a100 = facts(nvswitch_present=True)
+    a100 = facts(nvswitch_present=True, fabricmanager_required=True)
     assert "Fabric Manager is not active" in g.first_failure(verdicts(a100))["detail"]
     started = ["Starting NVIDIA fabric manager service...", "Connected to 1 node."]
     assert g.first_failure(verdicts(a100, fm_active=True, fm_lines=started))["gate"] == "fabric"
@@ -58,11 +59,51 @@ def test_fabric_on_nvswitch_hosts():
     assert g.first_failure(verdicts(a100, fm_active=True, fm_lines=done)) is None
     # A restart after the success: only lines since the last start count.
     assert g.first_failure(verdicts(a100, fm_active=True, fm_lines=[*done, "Starting NVIDIA fabric manager"]))
-    hopper = facts(nvswitch_present=True,
+    hopper = facts(nvswitch_present=True, fabricmanager_required=True,
                    gpus=[{"index": i, "persistence_mode": True, "fabric": {"state": "in_progress", "status": 0}}
                          for i in range(8)])  # fmt: skip
     failure = g.first_failure(verdicts(hopper, fm_active=True))
     assert failure["detail"].startswith("the NVLink fabric has not finished training: GPU 0 in_progress, GPU 1")
+
+
+def probe(state="completed", status=0):
+    return {"state": state, "status": status, "clique_id": 4026, "cluster_uuid": "9c6f5af3-53bf-49b5-a436-b66766c413c3"}
+
+
+def test_an_hgx_b200_needs_fabric_manager_and_nvlsm_running():
+    b200 = facts(fabricmanager_required=True, nvlsm_required=True,
+                 gpus=[{"index": i, "persistence_mode": True, "fabric": probe()} for i in range(8)])  # fmt: skip
+    assert g.first_failure(verdicts(b200))["detail"].startswith("Fabric Manager is not active on an NVSwitch system")
+    failure = g.first_failure(verdicts(b200, fm_active=True, processes=["systemd", "nv-fabricmanager"]))
+    assert failure["gate"] == "nvlsm" and failure["detail"].startswith("NVLSM is not running on an NVLink 5 system")
+    assert g.first_failure(verdicts(b200, fm_active=True, processes=["nv-fabricmanager", "nvlsm"])) is None
+
+
+def test_a_gb200_tray_needs_its_gpus_registered_and_imex_with_channel0():
+    """No Fabric Manager of its own: the rack's switch trays run it; the tray's GPUs register with that fabric."""
+    gpus = [{"index": i, "persistence_mode": True, "fabric": probe()} for i in range(4)]
+    tray = facts(imex_required=True, nvlink_domain="9c6f5af3-53bf-49b5-a436-b66766c413c3.4026", gpu_count=4,
+                 pci_gpu_count=4, gpus=gpus)  # fmt: skip
+    ready = {"imex_active": True, "imex_channel0": True}
+    assert g.first_failure(verdicts(tray, **ready)) is None
+    assert g.first_failure(verdicts(tray))["detail"] == "the IMEX service is not active on a multi-node NVLink node"
+    no_channel = g.first_failure(verdicts(tray, imex_active=True))
+    assert no_channel["gate"] == "imex" and no_channel["detail"].startswith("IMEX channel0 is missing")
+    failed = facts(**{**tray, "gpus": [{"index": 0, "persistence_mode": True, "fabric": probe(status=23)}]})
+    assert g.first_failure(verdicts(failed, **ready))["detail"] == (
+        "the GPUs have not registered with the NVLink fabric: GPU 0 completed (status 23)"
+    )
+
+
+def test_peermem_is_loaded_after_the_change_where_the_node_loads_it_at_boot():
+    with_peermem = facts(fabric={"peermem": True})
+    without = facts(fabric={"peermem": False})
+    assert g.first_failure(verdicts(with_peermem, peermem_wanted=True)) is None
+    failure = g.first_failure(verdicts(without, peermem_wanted=True))
+    assert failure["gate"] == "peermem" and "NCCL stages through host memory" in failure["detail"]
+    assert g.first_failure(verdicts(without)) is None  # not configured to load here: not asked
+    # The driver not loaded is the module gate's to say, not peermem's.
+    assert g.gate_peermem(facts(driver_state="not_loaded", fabric={}), True)["ok"]
 
 
 def test_persistence_health_xid_and_cdi():

@@ -62,3 +62,39 @@ def test_the_module_under_the_simulator(profile, fm_lines, gate, detail, tmp_pat
 def test_the_module_refuses_the_old_driver(tmp_path):
     result = run_gate("t4-x1", tmp_path, {"driver_version": "550.163.01"})
     assert result["msg"].startswith("failed/module: driver 550.163.01 is not the one loaded: NVML reports 535.230.02")
+
+
+def test_a_gb200_tray_is_ready_only_with_imex_active_and_channel0(tmp_path):
+    """The tray's GPUs registered with the rack's fabric (a real GB200's probe); the fake systemd says every unit is
+    active, so the channel's device node decides."""
+    channel = tmp_path / "channel0"
+    args = {"driver_version": "580.105.08", "imex_channel": str(channel)}
+    result = run_gate("gb200-nvl72-tray-x4", tmp_path, args)
+    assert result["failed_gate"] == "imex" and result["msg"].startswith("failed/imex: IMEX channel0 is missing")
+    channel.write_text("")
+    result = run_gate("gb200-nvl72-tray-x4", tmp_path, args)
+    assert result["failed_gate"] == "", result["msg"]
+    assert next(g for g in result["gates"] if g["gate"] == "fabric")["detail"] == (
+        "4 GPUs registered with the rack's NVLink fabric"
+    )
+    failed = run_gate("gb200-nvl72-tray-x4-fabric-insufficient", tmp_path, args)
+    assert failed["msg"] == (
+        "failed/fabric: the GPUs have not registered with the NVLink fabric: GPU 0 completed (status 23), "
+        "GPU 1 completed (status 23), GPU 2 completed (status 23), GPU 3 completed (status 23)"
+    )
+
+
+def test_peermem_configured_at_boot_but_not_loaded_after_the_change(tmp_path):
+    """The node loads nvidia-peermem at boot (role rdma's file), the driver is loaded, the module is not (no
+    /sys/module/nvidia_peermem on this machine)."""
+    load_file = tmp_path / "gpufleet-nvidia-peermem.conf"
+    load_file.write_text("nvidia-peermem\n")
+    result = run_gate("t4-x1", tmp_path, {"driver_version": "535.230.02", "peermem_load_file": str(load_file)})
+    assert result["failed_gate"] == "peermem" and "NCCL stages through host memory" in result["msg"]
+    load_file.unlink()
+    assert (
+        run_gate("t4-x1", tmp_path, {"driver_version": "535.230.02", "peermem_load_file": str(load_file)})[
+            "failed_gate"
+        ]
+        == ""
+    )
