@@ -34,6 +34,10 @@ DISTANCES = ("PIX", "PXB", "PHB", "NODE", "SYS")
 # Manager's start script find them by grepping each /sys/class/infiniband/<dev>/device/vpd for "SW_MNG".
 NVSWITCH_VPD_MARK = b"SW_MNG"
 VPD_LIMIT = 32768  # PCI VPD is at most 32 KiB
+MELLANOX_VENDOR = "0x15b3"
+# Grace-based superchips, whose NVL systems (GH200 NVL32, GB200/GB300 NVL72) put GPUs of several nodes on one NVLink
+# fabric; the names as NVML gives them (the matrix's gpu_release rows: "NVIDIA GB200", "NVIDIA GH200 144G HBM3e").
+_GRACE = re.compile(r"^(NVIDIA )?G[BH]\d{3}")
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
@@ -52,6 +56,18 @@ def nvswitch_bridge(device_link):
             return NVSWITCH_VPD_MARK in f.read(VPD_LIMIT)
     except OSError:
         return False
+
+
+def bridge_functions(sysfs_root="/"):
+    """The PCI functions of an NVSwitch management bridge (Mellanox functions whose VPD says SW_MNG), read from the
+    PCI bus so that they are found whether or not mlx5_core has made RDMA devices of them yet."""
+    base = os.path.join(sysfs_root, "sys", "bus", "pci", "devices")
+    found = []
+    for name in _names(base):
+        function = os.path.join(base, name)
+        if _read(os.path.join(function, "vendor"), 16) == MELLANOX_VENDOR and nvswitch_bridge(function):
+            found.append(name)
+    return found
 
 
 def _names(path):
@@ -233,6 +249,33 @@ def place(sysfs_root, bus_id):
     return {"bus_id": sysfs_bus_id(bus_id), "pci_path": pci_path(link), "numa_node": numa_node}
 
 
+# nvidia-peermem registers with the IB core's peer-memory API, which only MLNX_OFED's (DOCA-OFED's) ib_core exports;
+# built against an inbox ib_core, its init returns -EINVAL (NVIDIA/open-gpu-kernel-modules: conftest.sh
+# check_for_ib_peer_memory_symbols, nvidia-peermem.c nv_mem_client_init without NV_MLNX_IB_PEER_MEM_SYMBOLS_PRESENT).
+# Inbox kernels from 5.12 have DMA-BUF memory registration instead (ib_umem_dmabuf_get), which NCCL uses for
+# GPUDirect RDMA with the open kernel modules. depmod's modules.symbols names the module exporting each symbol.
+PEER_MEMORY_SYMBOL = "ib_register_peer_memory_client"
+DMABUF_SYMBOL = "ib_umem_dmabuf_get"
+
+
+def kernel_rdma_api(modules_root, kernel):
+    """{"peer_memory", "dmabuf"}: whether the kernel's modules export the IB core's peer-memory API and DMA-BUF
+    registration, from /lib/modules/<kernel>/modules.symbols; both None when it cannot be read (a container's
+    running kernel is the host's, whose modules it does not hold)."""
+    found = {"peer_memory": None, "dmabuf": None}
+    wanted = {f"alias symbol:{PEER_MEMORY_SYMBOL} ": "peer_memory", f"alias symbol:{DMABUF_SYMBOL} ": "dmabuf"}
+    try:
+        with open(os.path.join(modules_root, kernel, "modules.symbols"), encoding="utf-8", errors="replace") as f:
+            found = {"peer_memory": False, "dmabuf": False}
+            for line in f:
+                for prefix, key in wanted.items():
+                    if line.startswith(prefix):
+                        found[key] = True
+    except OSError:
+        pass
+    return found
+
+
 def peermem_loaded(sysfs_root="/"):
     """nvidia-peermem (GPUDirect RDMA through the IB core) is loaded: NCCL checks /sys/module/nvidia_peermem and the
     legacy nv_peer_mem's /sys/kernel/mm/memory_peers/nv_mem (src/transport/net_ib/gdr.cc)."""
@@ -248,7 +291,13 @@ def fabric_facts(sysfs_root="/", gpu_bus_ids=()):
     devices = read_rdma(sysfs_root)
     gpus = [place(sysfs_root, bus) for bus in gpu_bus_ids]
     table = gpu_nic_distances([g for g in gpus if g["pci_path"]], devices) if devices else {}
-    return {"summary": summary(devices), "devices": devices, "peermem": peermem_loaded(sysfs_root), "gpu_nic": table}
+    return {
+        "summary": summary(devices),
+        "devices": devices,
+        "peermem": peermem_loaded(sysfs_root),
+        "gpu_nic": table,
+        "nvswitch_bridge": bridge_functions(sysfs_root),
+    }
 
 
 def nvlink_domain(gpus):
@@ -268,8 +317,12 @@ def nvlink_domain(gpus):
 
 def multinode_nvlink(gpus, local_nvswitch):
     """The GPUs are wired to NVLink switches outside this node (GB200/GB300 NVL compute trays): they have a fabric
-    probe (Hopper and newer behind NVLink switches) but the node has no NVSwitch of its own, neither on PCI nor
-    behind an NVLink 5 management bridge. Such a node needs IMEX for memory across nodes, not a Fabric Manager of
-    its own (that runs on the switch trays)."""
+    probe (Hopper and newer behind NVLink switches), the node has no NVSwitch of its own, neither on PCI nor behind
+    an NVLink 5 management bridge, and they are Grace superchips or already report a multi-node domain. Such a
+    node needs IMEX for memory across nodes, not a Fabric Manager of its own (that runs on the switch trays)."""
     probes = [g.get("fabric") for g in gpus]
-    return bool(probes) and not local_nvswitch and all(p and p.get("state") != "not_supported" for p in probes)
+    if not probes or local_nvswitch or not all(p and p.get("state") != "not_supported" for p in probes):
+        return False
+    # An HGX B200 whose bridge is not visible yet looks the same: a Grace superchip, or a domain its GPUs report, says
+    # the switches really are outside.
+    return bool(nvlink_domain(gpus)) or any(_GRACE.match(str(g.get("name") or "")) for g in gpus)

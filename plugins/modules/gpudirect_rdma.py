@@ -16,7 +16,14 @@ description:
     Debian's C(nvidia-kernel-dkms) both build it; Debian's C(nvidia-kernel-support) maps C(modprobe nvidia-peermem) to
     its renamed C(nvidia-current-peermem), so one name serves both.
   - >-
-    With O(state=auto) it is wanted where C(/sys/class/infiniband) lists a device. Wanted, the module writes
+    nvidia-peermem registers with the IB core's peer-memory API, which only MLNX_OFED's (DOCA-OFED's) ib_core exports:
+    built against an inbox ib_core (Debian's kernels) its init returns EINVAL (NVIDIA's nvidia-peermem.c). There,
+    GPUDirect RDMA goes through DMA-BUF (C(ib_umem_dmabuf_get), kernels from 5.12, the open kernel modules), which
+    needs no module. The module reads which of the two the kernel offers from depmod's C(modules.symbols).
+  - >-
+    With O(state=auto) it is wanted where C(/sys/class/infiniband) lists a device to other nodes and the kernel's
+    IB core has the peer-memory API (or its symbols cannot be read: a container's kernel is the host's). Wanted, the
+    module writes
     O(modules_load_file) (systemd-modules-load loads it at every boot; modprobe brings in its dependencies, the
     driver and the IB core), and loads it now with C(modprobe) when the driver is loaded; a module that will not load
     fails with modprobe's message (a driver built without the IB core, a kernel without it). Not wanted, our file is
@@ -33,6 +40,14 @@ options:
     description: The modules-load.d file the module owns.
     type: path
     default: /etc/modules-load.d/gpufleet-nvidia-peermem.conf
+  kernel:
+    description: The kernel whose modules are read; empty is the running one.
+    type: str
+    default: ""
+  modules_root:
+    description: Where the kernels' modules are (C(<modules_root>/<kernel>/modules.symbols)).
+    type: path
+    default: /lib/modules
   header:
     description: A comment put first in the file.
     type: str
@@ -70,6 +85,15 @@ loaded:
   description: Whether it is loaded now (C(/sys/module/nvidia_peermem)).
   returned: always
   type: bool
+peer_memory_api:
+  description: The kernel's IB core exports the peer-memory API nvidia-peermem needs; null when unknown.
+  returned: always
+  type: bool
+dmabuf:
+  description: >-
+    The kernel can register DMA-BUF memory for RDMA (GPUDirect RDMA without nvidia-peermem); null when unknown.
+  returned: always
+  type: bool
 reason:
   description: Why it is wanted or not, and whether it was loaded now or waits for the driver.
   returned: always
@@ -80,9 +104,29 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
-from ansible_collections.gpufleet.stack.plugins.module_utils._fabric import network_devices, peermem_loaded, read_rdma
+from ansible_collections.gpufleet.stack.plugins.module_utils._fabric import (
+    PEER_MEMORY_SYMBOL,
+    kernel_rdma_api,
+    network_devices,
+    peermem_loaded,
+    read_rdma,
+)
 
 MODULE = "nvidia-peermem"
+
+
+def explain(devices, kernel, api):
+    """Why nvidia-peermem is wanted on auto, or not."""
+    if not devices:
+        return "no RDMA device to other nodes in /sys/class/infiniband"
+    reason = f"RDMA devices {', '.join(devices)}"
+    if api["peer_memory"] is False:
+        reason += (
+            f"; but kernel {kernel}'s IB core has no peer-memory API ({PEER_MEMORY_SYMBOL}: an inbox RDMA stack, "
+            "not MLNX_OFED or DOCA-OFED), so nvidia-peermem cannot load (its init returns EINVAL); GPUDirect RDMA "
+            + ("goes through DMA-BUF (open kernel modules)" if api["dmabuf"] else "is not available (no DMA-BUF)")
+        )
+    return reason
 
 
 def main():
@@ -91,6 +135,8 @@ def main():
             "state": {"type": "str", "choices": ["auto", "present", "absent"], "default": "auto"},
             "modules_load_file": {"type": "path", "default": "/etc/modules-load.d/gpufleet-nvidia-peermem.conf"},
             "header": {"type": "str", "default": ""},
+            "kernel": {"type": "str", "default": ""},
+            "modules_root": {"type": "path", "default": "/lib/modules"},
             "sysfs_root": {"type": "path", "default": "/"},
         },
         supports_check_mode=True,
@@ -98,9 +144,10 @@ def main():
     p = module.params
     # The NVSwitch management bridge of an NVLink 5 baseboard is an RDMA device too, but no path to another node.
     devices = [d["name"] for d in network_devices(read_rdma(p["sysfs_root"]))]
-    wanted = p["state"] == "present" or (p["state"] == "auto" and bool(devices))
-    none = "no RDMA device to other nodes in /sys/class/infiniband"
-    reason = f"RDMA devices {', '.join(devices)}" if devices else none
+    kernel = p["kernel"] or os.uname().release
+    api = kernel_rdma_api(p["modules_root"], kernel)
+    wanted = p["state"] == "present" or (p["state"] == "auto" and bool(devices) and api["peer_memory"] is not False)
+    reason = explain(devices, kernel, api)
     path = p["modules_load_file"]
     current = read(path)[0]
     text = ((p["header"].rstrip("\n") + "\n") if p["header"] else "") + MODULE + "\n"
@@ -125,7 +172,14 @@ def main():
         reason += f"; {MODULE} loaded now"
     elif wanted and not loaded:
         reason += f"; the driver is not loaded: {MODULE} loads with it at the next boot"
-    module.exit_json(changed=changed, wanted=wanted, loaded=loaded, reason=reason)
+    module.exit_json(
+        changed=changed,
+        wanted=wanted,
+        loaded=loaded,
+        reason=reason,
+        peer_memory_api=api["peer_memory"],
+        dmabuf=api["dmabuf"],
+    )
 
 
 if __name__ == "__main__":

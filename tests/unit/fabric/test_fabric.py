@@ -2,6 +2,7 @@
 whose GID table a real ConnectX-6 showed through show_gids (the rest in the kernel's formats; see each fixture's
 header); GPU-to-NIC distances as nvidia-smi topo names them."""
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,17 @@ def test_the_nvswitch_bridge_of_an_nvlink_5_baseboard_is_known_by_its_vpd(b200):
     assert fab.summary(bridge_only) == "none"
 
 
+def test_the_bridge_is_found_on_the_pci_bus_before_mlx5_core_made_rdma_devices(tmp_path):
+    """Without /sys/class/infiniband (mlx5_core not loaded yet) the bridge's functions are still Mellanox functions
+    on the PCI bus whose VPD says SW_MNG; the compute HCA is not one of them."""
+    root = build(FIXTURES / "hgx-b200-nvswitch-bridge.sysfs", tmp_path)
+    expected = ["0000:a9:00.0", "0000:a9:00.1", "0000:a9:00.2", "0000:a9:00.3"]
+    assert fab.bridge_functions(str(root)) == expected
+    shutil.rmtree(root / "sys" / "class" / "infiniband")
+    facts = fab.fabric_facts(str(root))
+    assert (facts["summary"], facts["devices"], facts["nvswitch_bridge"]) == ("none", [], expected)
+
+
 def test_no_vpd_or_an_unreadable_one_is_not_the_bridge(tmp_path):
     (tmp_path / "vpd").write_bytes(b"\x82\x10\x00ConnectX-7 VPD\x90\x20\x00PN\x08MCX75310\x78")
     assert fab.nvswitch_bridge(str(tmp_path)) is False
@@ -175,8 +187,8 @@ def test_the_multi_node_nvlink_domain(probes, domain):
 @pytest.mark.parametrize(
     ("probes", "local", "multinode"),
     [
-        ([GB200] * 4, False, True),  # GB200 tray: a fabric probe, no NVSwitch of its own
-        ([{**GB200, "state": "not_started"}] * 4, False, True),  # its fabric down: still wired to one
+        ([GB200] * 4, False, True),  # a domain reported: the switches are outside
+        ([{**GB200, "state": "not_started"}] * 4, False, False),  # no domain yet, and not said to be a Grace chip
         ([GB200] * 8, True, False),  # HGX: the NVSwitches are local, Fabric Manager's
         ([None] * 2, False, False),  # no fabric probe (A100, PCIe cards)
         ([{**GB200, "state": "not_supported"}], False, False),  # a single H100 PCIe (leptonai/gpud#1140)
@@ -185,3 +197,18 @@ def test_the_multi_node_nvlink_domain(probes, domain):
 )
 def test_gpus_on_nvlink_switches_outside_the_node(probes, local, multinode):
     assert fab.multinode_nvlink([{"fabric": p} for p in probes], local) is multinode
+
+
+@pytest.mark.parametrize(
+    ("name", "multinode"),
+    [
+        ("NVIDIA GB200", True),  # a tray whose fabric is down is still a tray
+        ("NVIDIA GB300", True),
+        ("NVIDIA GH200 144G HBM3e", True),
+        ("NVIDIA B200", False),  # an HGX B200 whose bridge is not visible: not taken for a tray
+        ("NVIDIA H100 80GB HBM3", False),
+    ],
+)
+def test_a_grace_superchip_is_on_outside_switches_before_its_fabric_registers(name, multinode):
+    gpus = [{"name": name, "fabric": {**GB200, "state": "not_started", "cluster_uuid": ZERO}}] * 4
+    assert fab.multinode_nvlink(gpus, False) is multinode

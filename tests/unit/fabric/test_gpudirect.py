@@ -23,8 +23,11 @@ def gpudirect(root, args, modprobe_rc=0):
     )
     (bin_dir / "modprobe").chmod(0o755)
     path = root / "modules-load.d" / "gpufleet-nvidia-peermem.conf"
+    # By default a kernel whose IB core has the peer-memory API (MLNX_OFED's); the inbox one is asked for by name.
+    args = {"kernel": "6.1.0-50-amd64-mofed", **args}
     (root / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
-        "modules_load_file": str(path), "sysfs_root": str(root), **args}}))  # fmt: skip
+        "modules_load_file": str(path), "sysfs_root": str(root), "modules_root": str(FIXTURES / "modules"),
+        **args}}))  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-m", "ansible_collections.gpufleet.stack.plugins.modules.gpudirect_rdma", "args.json"],
         cwd=root,
@@ -74,3 +77,20 @@ def test_no_rdma_device_no_peermem_and_our_file_goes(tmp_path):
     assert result["reason"] == "no RDMA device to other nodes in /sys/class/infiniband" and not path.exists()
     forced, path, calls = gpudirect(tmp_path, {"state": "present"})
     assert (forced["wanted"], calls, path.read_text()) == (True, ["nvidia-peermem"], "nvidia-peermem\n")
+
+
+def test_an_inbox_ib_core_has_no_peer_memory_api_so_no_peermem(tmp_path):
+    """Debian's own kernel (its modules.symbols recorded): nvidia-peermem would fail to load (its init returns EINVAL
+    without the peer-memory API), so auto does not ask for it and says DMA-BUF is the way; forced, it is written."""
+    root = build(FIXTURES / "roce-connectx6-show_gids.sysfs", tmp_path)
+    (root / "sys/module/nvidia").mkdir(parents=True)
+    result, path, calls = gpudirect(root, {"kernel": "6.1.0-50-amd64"})
+    assert (result["wanted"], result["peer_memory_api"], result["dmabuf"], calls) == (False, False, True, [])
+    assert result["reason"] == (
+        "RDMA devices mlx5_0, mlx5_1; but kernel 6.1.0-50-amd64's IB core has no peer-memory API "
+        "(ib_register_peer_memory_client: an inbox RDMA stack, not MLNX_OFED or DOCA-OFED), so nvidia-peermem cannot "
+        "load (its init returns EINVAL); GPUDirect RDMA goes through DMA-BUF (open kernel modules)"
+    )
+    assert not path.exists()
+    unknown, _path, _calls = gpudirect(root, {"kernel": "6.99.0-unknown"})  # symbols unreadable: as before
+    assert (unknown["wanted"], unknown["peer_memory_api"]) == (True, None)

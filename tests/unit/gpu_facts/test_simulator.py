@@ -397,6 +397,9 @@ def test_what_the_nvlink_fabric_needs_on_each_kind_of_node(tmp_path, recorded_sy
     b200 = facts_for("b200-hgx-x8", tmp_path, {"sysfs_root": str(root)})
     assert [b200[k] for k in keys] == [False, True, True, True, False] and b200["nvlink_domain"] is None
     assert b200["fabric"]["summary"] == "ib"
+    # The sandbox's case: no bridge to see (a container's /sys). Nothing is asked for, and it is not taken for a tray.
+    unseen = facts_for("b200-hgx-x8", tmp_path)
+    assert [unseen[k] for k in keys] == [False, False, False, False, False]
     gb200 = facts_for("gb200-nvl72-tray-x4", tmp_path)
     assert [gb200[k] for k in keys] == [False, False, False, False, True]
     assert gb200["nvlink_domain"] == "9c6f5af3-53bf-49b5-a436-b66766c413c3.4026"
