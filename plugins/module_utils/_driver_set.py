@@ -32,13 +32,30 @@ META = {"open": "nvidia-open", "proprietary": "cuda-drivers"}
 # Fabric Manager and companions lost their branch suffix with 580 (NVIDIA/gpu-driver-container, "add driver
 # 580.65.06"); libnvsdm exists from 570, nvidia-imex from 550.
 UNSUFFIXED_FROM = 580
+# The driver creates IMEX's default channel at load time with NVreg_CreateImexChannel0=1 from 555
+# (NVIDIA/open-gpu-kernel-modules 555.42.02); before, an administrator's mknod after every boot (IMEX guide).
+IMEX_CHANNEL_OPTION_FROM = 555
 
 
-def fabric_packages(branch, imex=False):
-    suffix = "" if branch >= UNSUFFIXED_FROM else f"-{branch}"
-    names = ["nvidia-fabricmanager", "libnvidia-nscq"] + (["libnvsdm"] if branch >= 570 else [])
-    names += ["nvidia-imex"] if imex and branch >= 550 else []
-    return [n + suffix for n in names]
+def _suffixed(names, branch):
+    return [n + ("" if branch >= UNSUFFIXED_FROM else f"-{branch}") for n in names]
+
+
+def fabric_packages(branch):
+    """Fabric Manager and its companions (NVSwitch systems), named as the branch names them."""
+    return _suffixed(["nvidia-fabricmanager", "libnvidia-nscq"] + (["libnvsdm"] if branch >= 570 else []), branch)
+
+
+def imex_packages(branch):
+    """nvidia-imex (GPU memory across the nodes of a multi-node NVLink domain), at the driver's version; refused
+    where the driver cannot create IMEX's channel at load time."""
+    if branch < IMEX_CHANNEL_OPTION_FROM:
+        raise ValueError(
+            f"IMEX with driver branch {branch}: the driver creates IMEX channel0 at load time only from "
+            f"{IMEX_CHANNEL_OPTION_FROM} (NVreg_CreateImexChannel0); use branch 570 or newer, or "
+            "nvidia_driver_imex=false"
+        )
+    return _suffixed(["nvidia-imex"], branch)
 
 
 def driver_set(
@@ -78,7 +95,8 @@ def driver_set(
     packages = ["nvidia-driver-cuda", KERNEL[flavor]]
     if scope == "full":
         packages += [META[flavor], f"{META[flavor]}-{branch}"]
-    fabric = fabric_packages(branch, imex) if fabricmanager else []
+    # IMEX does not need Fabric Manager on the node: a GB200 tray's switches are managed from the switch trays.
+    fabric = (fabric_packages(branch) if fabricmanager else []) + (imex_packages(branch) if imex else [])
     packages += fabric
     stems = ["nvidia-fabricmanager", "nvidia-fabricmanager-dev", "libnvidia-nscq", "libnvsdm", "nvidia-imex"]
     remove = [
@@ -106,3 +124,19 @@ def driver_set(
         "exclude_urls": [],
         "fabric": fabric,
     }
+
+
+# gpu_facts' answer for each NVLink fabric part (_gpu_gather._nvlink_needs).
+FABRIC_FACTS = {"fabricmanager": "fabricmanager_required", "nvlsm": "nvlsm_required", "imex": "imex_required"}
+
+
+def fabric_wanted(facts, **settings):
+    """{fabricmanager, nvlsm, imex}: for each part, the setting "auto" takes what gpu_facts says the node needs
+    (Fabric Manager where NVSwitches are local, NVLSM beside it on NVLink 5, IMEX where the GPUs are on switches
+    outside the node); true or false force it. A part not given is auto."""
+    facts = facts if isinstance(facts, dict) else {}
+    wanted = {}
+    for part, key in FABRIC_FACTS.items():
+        value = str(settings.get(part, "auto")).strip().lower()
+        wanted[part] = facts.get(key) is True if value == "auto" else value in ("true", "yes", "on", "1")
+    return wanted

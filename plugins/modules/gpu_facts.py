@@ -151,7 +151,7 @@ ansible_facts:
           C(kernel_module_flavor) (open, proprietary or null), C(nouveau_loaded), C(pci_devices),
           C(nvswitch_present) (NVSwitches on PCI, up to NVLink 4), C(nvlink5_switch) (an NVLink 5 baseboard's
           NVSwitch management bridge among the RDMA devices, its VPD saying SW_MNG), C(fabricmanager_required)
-          (either), C(nvlsm_required) (NVLink 5: NVLSM beside Fabric Manager), C(imex_required) (GPUs on NVLink
+          (either), C(nvlsm_required) (NVLink 5, NVLSM beside Fabric Manager), C(imex_required) (GPUs on NVLink
           switches outside the node, GB200 NVL), C(nvlink_domain) (C(<cluster uuid>.<clique id>) once every GPU's
           fabric probe completed with success and a non-zero cluster UUID, else null), C(gpu_count),
           C(pci_gpu_count) (NVIDIA GPUs on the PCI bus; more than C(gpu_count) is a critical finding), C(topology)

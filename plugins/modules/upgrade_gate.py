@@ -15,7 +15,7 @@ description:
     O(driver_version)), C(gpus) (NVML's GPU count equals the PCI bus' and O(expected_gpus)), C(fabric) (on NVSwitch
     systems Fabric Manager is active and the fabric trained, by NVML's fabric state on Hopper and newer and by
     Fabric Manager's "configured" line on A100; on GB200-class trays the GPUs registered with the rack's fabric),
-    C(nvlsm) (NVLink 5 systems: an C(nvlsm) process runs), C(imex) (multi-node NVLink: O(imex_unit) active and
+    C(nvlsm) (on NVLink 5 systems an C(nvlsm) process runs), C(imex) (on multi-node NVLink nodes O(imex_unit) active and
     O(imex_channel) present), C(peermem) (where O(peermem_load_file) exists and the
     driver is loaded, C(nvidia-peermem) is loaded), C(persistence), C(health) (no critical finding), C(xid) (no Xid
     line that was not in O(xid_baseline)) and C(cdi) (the spec names the loaded driver).

@@ -157,6 +157,40 @@ done
     )
 
 
+# nvidia-imex's unit as NVIDIA ships it (the directives of the stock unit that ParallelCluster's copy and its test
+# show: Type=forking, the config file, Restart=on-failure), its config's keys with their documented defaults (IMEX
+# guide, "IMEX Service Config Options"), and an empty nodes file.
+IMEX_UNIT = (
+    "[Unit]\nDescription=NVIDIA IMEX service\nAfter=network-online.target\nRequires=network-online.target\n\n"
+    "[Service]\nUser=root\nPrivateTmp=false\nType=forking\nTimeoutStartSec=infinity\n"
+    "ExecStart=/usr/bin/nvidia-imex -c /etc/nvidia-imex/config.cfg\nLimitCORE=infinity\nRestart=on-failure\n"
+    "RestartSec=1s\n\n[Install]\nWantedBy=multi-user.target\n"
+)
+IMEX_CONFIG = (
+    "LOG_LEVEL=4\nLOG_FILE_NAME=/var/log/nvidia-imex.log\nDAEMONIZE=1\nBIND_INTERFACE_IP=\nSERVER_PORT=50000\n"
+    "IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\nIMEX_WAIT_FOR_QUORUM=RECOVERY\nIMEX_CMD_ENABLED=1\n"
+    "IMEX_CMD_PORT=50005\n"
+)
+
+
+def imex_script(ver):
+    """nvidia-imex: reads its config's node file; with no address in it, or a line that is not one, it fails as the
+    real daemon cannot bind (the sandbox's nodes share the host's addresses, so any listed address of this machine
+    is "this node")."""
+    return daemon_script(
+        ver,
+        f"IMEX version is: {ver}",
+        r"""
+config=/etc/nvidia-imex/config.cfg
+[ "${1:-}" = -c ] && config="$2"
+nodes="$(sed -n 's/^IMEX_NODE_CONFIG_FILE=//p' "$config")"
+grep -qE '^[A-Za-z0-9][A-Za-z0-9.:-]*$' "$nodes" 2>/dev/null || {
+    echo "IMEX: no node address in $nodes" | tee -a /var/log/nvidia-imex.log >&2; exit 1; }
+echo "IMEX version $(basename "$0") is running with $(grep -c . "$nodes") nodes" >> /var/log/nvidia-imex.log
+""",
+    )
+
+
 DEVNODES = "/usr/lib/nvidia/gpufleet-sandbox-devnodes"
 DEVNODES_UNIT_NAME = "gpufleet-sandbox-nvidia-devnodes.service"
 # A real node loads nvidia.ko at every boot and udev's rule (nvidia-modprobe) makes the device nodes again; a container
@@ -183,6 +217,11 @@ node /dev/nvidia-modeset 195 254
 node /dev/nvidia-uvm 509 0
 node /dev/nvidia-uvm-tools 509 1
 for i in $(seq 0 $((gpus - 1))); do node "/dev/nvidia$i" 195 "$i"; done
+# The driver makes IMEX's channel0 at load time when asked to (NVreg_CreateImexChannel0=1, driver 555 and newer).
+if grep -rqsE '^options nvidia .*NVreg_CreateImexChannel0=1' /etc/modprobe.d; then
+    mkdir -p /dev/nvidia-caps-imex-channels
+    node /dev/nvidia-caps-imex-channels/channel0 234 0
+fi
 """
 
 
@@ -198,6 +237,17 @@ FM_UNIT = (
     "[Service]\nExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg\n"
     "Type=forking\nTimeoutStartSec=240\n\n[Install]\nWantedBy=multi-user.target\n"
 )
+
+
+# NVLSM's paths (NVIDIA's nvlsm archive as Sidero's extension unpacks it: sbin/nvlsm, share/nvidia/nvlsm/*.conf); the
+# binary is a stand-in that prints its version. Fabric Manager's start script runs it on NVLink 5 systems.
+NVLSM_FILES = {
+    "/opt/nvidia/nvlsm/sbin/nvlsm": (
+        sh('echo "OpenSM 2025.10.14 (gpufleet.stack test mirror stand-in for nvlsm)"'),
+        0o755,
+    ),
+    "/usr/share/nvidia/nvlsm/nvlsm.conf": ("log_file /var/log/nvlsm.log\n", 0o644),
+}
 
 
 def from_stanza(fields, **contents):
@@ -246,6 +296,14 @@ exit 10
             "/lib/systemd/system/nvidia-fabricmanager.service": (FM_UNIT, 0o644),
         }
     }
+    imex = {
+        "files": {
+            "/usr/bin/nvidia-imex": (imex_script(ver), 0o755),
+            "/etc/nvidia-imex/config.cfg": (IMEX_CONFIG, 0o644),
+            "/etc/nvidia-imex/nodes_config.cfg": ("", 0o644),
+            "/usr/lib/systemd/system/nvidia-imex.service": (IMEX_UNIT, 0o644),
+        }
+    }
     branch = ver.split(".")[0]
     return {
         "libnvidia-ml1": {
@@ -271,6 +329,8 @@ exit 10
         "nvidia-kernel-open-dkms": dkms("open"),
         "nvidia-fabricmanager": fm,
         f"nvidia-fabricmanager-{branch}": fm,
+        "nvidia-imex": imex,
+        f"nvidia-imex-{branch}": imex,
     }
 
 
@@ -713,7 +773,7 @@ def catalog(ctk_source, dist="debian12", key=b"", url=DEFAULT_URL, *, dcgmi_sour
         out += driver_packages(ver, dist)
     seen = set()
     out = [p for p in out if (p["name"], p["version"]) not in seen and not seen.add((p["name"], p["version"]))]
-    out.append(from_stanza(driver_graph.NVLSM))
+    out.append(from_stanza(driver_graph.NVLSM, files=NVLSM_FILES))
     for xy in TOOLKITS:
         out += toolkit_packages(xy)
     for entry in CUDNN:

@@ -3,7 +3,8 @@ named as the branch names them, the other flavour and NVIDIA's pinning packages 
 
 import fnmatch
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._driver_set import driver_set
+import pytest
+from ansible_collections.gpufleet.stack.plugins.module_utils._driver_set import driver_set, fabric_wanted
 
 
 def test_compute_only_open_570_with_fabric_manager():
@@ -40,3 +41,31 @@ def test_distro_channel_is_debians_set_and_ignores_nvidias_repository():
     assert spec["packages"] == ["nvidia-smi", "libnvidia-ml1", "nvidia-open-kernel-dkms"]
     assert (spec["same_version"], spec["series"], spec["pin_version"]) == (True, None, None)
     assert spec["exclude_urls"] == ["/compute/cuda/repos/"] and spec["exclude_origins"] == []
+
+
+def test_imex_comes_without_fabric_manager_and_only_where_the_driver_makes_its_channel():
+    """A GB200 tray needs IMEX but no Fabric Manager of its own; IMEX's channel0 needs NVreg_CreateImexChannel0,
+    which the driver has from 555."""
+    spec = driver_set("580.105.08", imex=True)
+    assert spec["packages"] == ["nvidia-driver-cuda", "nvidia-kernel-open-dkms", "nvidia-imex"]
+    assert spec["fabric"] == ["nvidia-imex"]
+    assert driver_set("570.133.20", imex=True)["fabric"] == ["nvidia-imex-570"]
+    with pytest.raises(ValueError, match=r"IMEX with driver branch 550: .* from 555 .* nvidia_driver_imex=false"):
+        driver_set("550.127.08", imex=True)
+
+
+@pytest.mark.parametrize(
+    ("facts", "settings", "wanted"),
+    [
+        ({"fabricmanager_required": True, "nvlsm_required": True}, {}, (True, True, False)),  # HGX B200
+        ({"imex_required": True}, {}, (False, False, True)),  # GB200 tray
+        ({"fabricmanager_required": True}, {"fabricmanager": False}, (False, False, False)),
+        ({}, {"fabricmanager": "true", "nvlsm": "yes", "imex": True}, (True, True, True)),
+        ({}, {"fabricmanager": "AUTO"}, (False, False, False)),
+        (None, {}, (False, False, False)),  # no facts: nothing auto
+        ({"imex_required": "yes"}, {}, (False, False, False)),  # only a real true from gpu_facts
+    ],
+)
+def test_which_fabric_parts_a_node_gets(facts, settings, wanted):
+    found = fabric_wanted(facts, **settings)
+    assert (found["fabricmanager"], found["nvlsm"], found["imex"]) == wanted

@@ -131,6 +131,14 @@ REFUSED = [
     ("gpu_validation_multinode_bytes", 0, "out of range"),
     ("gpu_validation_multinode_environment", {"LD_PRELOAD;x": "/tmp/x.so"}, "which is not in the form"),
     ("gpu_validation_multinode_environment", {"NCCL_DEBUG": "INFO\nX=1"}, "control character"),
+    # NVLink fabric parts (issue 28, item 6).
+    ("nvidia_driver_nvlsm", "always", "not one of the choices"),
+    ("nvidia_driver_imex", "maybe", "not one of the choices"),
+    ("nvidia_driver_nvlsm_version", "2025.10.14;rm -rf /", "not in the expected form"),
+    ("nvidia_driver_nvlsm_version", "latest", "not in the expected form"),
+    ("nvidia_driver_imex_nodes", ["10.0.0.11", "10.0.0.12 10.0.0.13"], "not in the expected form"),
+    ("nvidia_driver_imex_nodes", ["-oProxyCommand=id"], "not in the expected form"),
+    ("nvidia_driver_imex_nodes", ["tray-1\ntray-2"], "control character"),
     # A list with elements of the wrong kind names the variable, not a Python error.
     ("gpufleet_components", [["cuda"]], "gpufleet_components[0]"),
     ("gpufleet_components", [{"cuda": True}], "gpufleet_components[0]"),
@@ -189,6 +197,11 @@ ACCEPTED = [
     ("node_drain_slurm_delegate_to", ""),
     ("gpufleet_apt_lock_timeout", 0),
     ("gpufleet_upgrade_free_mib", {"/boot": 300, "/usr": 8192, "/var/lib/dkms": 1024}),
+    ("nvidia_driver_nvlsm", "auto"),
+    ("nvidia_driver_imex", True),
+    ("nvidia_driver_nvlsm_version", "*"),
+    ("nvidia_driver_nvlsm_version", "2025.10.14-1"),
+    ("nvidia_driver_imex_nodes", ["10.0.0.11", "tray-2.rack7.example", "fd00::11"]),
 ]
 
 
