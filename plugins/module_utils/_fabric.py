@@ -77,6 +77,11 @@ def _names(path):
         return []
 
 
+def interfaces(sysfs_root="/"):
+    """The node's network interfaces (/sys/class/net), sorted; [] when none can be read."""
+    return _names(os.path.join(sysfs_root, "sys", "class", "net"))
+
+
 def _state(text):
     """ "4: ACTIVE" -> (4, "ACTIVE"); None when unreadable."""
     found = _STATE.match(text or "")

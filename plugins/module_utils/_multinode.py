@@ -139,14 +139,15 @@ def parse_perftest(text):
     return None
 
 
-def rdma_check(devices, nodes, server_out="", client_out="", rc=0):
-    """The ib_write_bw verdict: refused without devices, failed without a result row, else passed with the figure."""
+def rdma_check(devices, nodes, out="", rc=0):
+    """The ib_write_bw verdict from both sides' output: refused without devices, failed without a result row, else
+    passed with the figure."""
     refusal = rdma_refusal(devices, nodes)
     if refusal:
         return result("rdma_bw", "refused", refusal, devices=devices)
-    row = parse_perftest(client_out)
+    row = parse_perftest(out)
     if row is None or rc != 0:
-        tail = _clean((client_out or server_out or "").strip()[-400:])
+        tail = _clean((out or "").strip()[-400:])
         return result("rdma_bw", "failed", f"ib_write_bw gave no result (exit {rc}): {tail}", devices=devices)
     return result(
         "rdma_bw",

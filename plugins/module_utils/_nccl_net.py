@@ -130,9 +130,11 @@ def derive(devices, *, peermem, distances=None, socket_ifname=""):
 
 
 def problems(user, devices, interfaces):
-    """What in the user's NCCL_IB_HCA / NCCL_SOCKET_IFNAME names nothing on this node, one line each."""
+    """What in the user's NCCL_IB_HCA / NCCL_SOCKET_IFNAME names nothing on this node (or, for HCAs, only the NVSwitch
+    management bridge of an NVLink 5 baseboard, which leads to no other node), one line each."""
     found = []
-    hcas = [(dev["name"], port["port"]) for dev in devices for port in dev["ports"]]
+    hcas = [(dev["name"], port["port"]) for dev in network_devices(devices) for port in dev["ports"]]
+    bridge = ", ".join(sorted(d["name"] for d in devices if d.get("nvswitch_mgmt")))
     for key, available, what in (
         ("NCCL_IB_HCA", hcas, "RDMA device"),
         ("NCCL_SOCKET_IFNAME", [(name, None) for name in interfaces], "network interface"),
@@ -142,7 +144,14 @@ def problems(user, devices, interfaces):
             if missing:
                 names = ", ".join(n if p is None else f"{n}:{p}" for n, p in missing)
                 have = ", ".join(sorted({n for n, _p in available})) or "none"
-                found.append(f"{key}={user[key]} names {names}, which is no {what} of this node (it has: {have})")
+                aside = (
+                    f"; {bridge}: the NVSwitch management bridge, not an HCA"
+                    if bridge and what == "RDMA device"
+                    else ""
+                )
+                found.append(
+                    f"{key}={user[key]} names {names}, which is no {what} of this node (it has: {have}{aside})"
+                )
     return found
 
 

@@ -195,19 +195,32 @@ def last_validation(facts):
     return "; ".join(parts) or None
 
 
+def nvlink_text(gpu):
+    """What the node's NVLink fabric needs, from gpu_facts: NVLink 5 NVSwitches (Fabric Manager with NVLSM), and the
+    multi-node NVLink domain an IMEX node is in ([] for an NVLink 4 HGX or a node without NVSwitches)."""
+    parts = ["NVLink 5 NVSwitches (Fabric Manager, NVLSM)"] if gpu.get("nvlink5_switch") is True else []
+    if gpu.get("imex_required") is True:
+        domain = gpu.get("nvlink_domain")
+        parts.append(f"NVLink domain {domain} (IMEX)" if domain else "multi-node NVLink, no domain registered (IMEX)")
+    return parts
+
+
 def fabric_text(gpu):
     """ "ib: mlx5_0:1 ACTIVE 400 Gb/s, mlx5_1:1 DOWN; GPUDirect RDMA (nvidia-peermem)": the node's RDMA ports from
-    gpu_facts' fabric; None on a node without RDMA devices (or facts from before fabric was gathered)."""
-    fabric = (gpu or {}).get("fabric") if isinstance((gpu or {}).get("fabric"), dict) else {}
-    if fabric.get("summary") in (None, "none"):
-        return None
-    ports = []
-    for dev in fabric.get("devices") or []:
-        for port in dev.get("ports") or []:
-            rate = f" {port['rate_gbps']:g} Gb/s" if port.get("active") and port.get("rate_gbps") else ""
-            ports.append(f"{dev.get('name')}:{port.get('port')} {port.get('state') or '?'}{rate}")
-    peermem = "GPUDirect RDMA (nvidia-peermem)" if fabric.get("peermem") is True else "no nvidia-peermem"
-    return f"{fabric['summary']}: {', '.join(ports) or 'no port'}; {peermem}"
+    gpu_facts' fabric (not the NVSwitch management bridge's, which lead to the NVSwitches), then what its NVLink
+    fabric needs; None on a node with neither (or facts from before fabric was gathered)."""
+    gpu = gpu if isinstance(gpu, dict) else {}
+    fabric = gpu.get("fabric") if isinstance(gpu.get("fabric"), dict) else {}
+    parts = []
+    if fabric.get("summary") not in (None, "none"):
+        ports = []
+        for dev in fabric.get("devices") or []:
+            for port in [] if dev.get("nvswitch_mgmt") else dev.get("ports") or []:
+                rate = f" {port['rate_gbps']:g} Gb/s" if port.get("active") and port.get("rate_gbps") else ""
+                ports.append(f"{dev.get('name')}:{port.get('port')} {port.get('state') or '?'}{rate}")
+        peermem = "GPUDirect RDMA (nvidia-peermem)" if fabric.get("peermem") is True else "no nvidia-peermem"
+        parts.append(f"{fabric['summary']}: {', '.join(ports) or 'no port'}; {peermem}")
+    return "; ".join(parts + nvlink_text(gpu)) or None
 
 
 def host_row(name, hostvars):

@@ -115,7 +115,12 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _multinode a
 from ansible_collections.gpufleet.stack.plugins.module_utils._validate import overall
 
 CHECKS = ["allreduce", "rdma_bw"]
-_LIST_RDMA = 'echo "$SLURMD_NODENAME" $(ls /sys/class/infiniband 2>/dev/null)'
+# Each node's RDMA devices, less an NVLink 5 baseboard's NVSwitch bridge (its VPD says SW_MNG, as NVIDIA's driver
+# container finds it): its ports lead to the NVSwitches, never to the other node.
+_LIST_RDMA = (
+    'echo "$SLURMD_NODENAME" $(for d in /sys/class/infiniband/*; do [ -e "$d" ] || continue; '
+    'grep -qs SW_MNG "$d/device/vpd" || echo "${d##*/}"; done)'
+)
 
 
 def bounded(module, argv):
@@ -159,7 +164,7 @@ def rdma_bw(module, srun, nodes):
     # The server listens first (in the background of one shell); the client connects to it by the node's name.
     both = f"{one(server, [])} & listener=$!; sleep 3; {one(client, [server])}; rc=$?; wait $listener; exit $rc"
     rc, out, err = module.run_command(["sh", "-c", both])
-    return mn.rdma_check(devices, nodes, "", out + err, rc)
+    return mn.rdma_check(devices, nodes, out + err, rc)
 
 
 def main():

@@ -131,7 +131,7 @@ def main():
     gpus = [dev["bus_id"] for dev in read_pci_devices(p["sysfs_root"]) if dev["is_gpu"]]
     fabric = fab.fabric_facts(p["sysfs_root"], gpus)
     devices = fabric["devices"]
-    interfaces = sorted(os.listdir(os.path.join(p["sysfs_root"], "sys/class/net")))
+    interfaces = fab.interfaces(p["sysfs_root"])
     wrong = nn.problems(user, devices, interfaces)
     if wrong:
         module.fail_json(

@@ -184,3 +184,14 @@ def test_the_nvswitch_bridge_is_never_an_hca_for_nccl(tmp_path):
     settings, notes = nn.derive(devices, peermem=False)
     assert settings == {"NCCL_IB_HCA": "=mlx5_0:1"}
     assert notes[0] == "mlx5_10, mlx5_11, mlx5_8, mlx5_9: the NVSwitch management bridge, not an HCA for NCCL"
+
+
+def test_naming_the_nvswitch_bridge_as_nccls_hca_is_refused(tmp_path):
+    devices = fab.read_rdma(str(build(FIXTURES / "hgx-b200-nvswitch-bridge.sysfs", tmp_path)))
+    (wrong,) = nn.problems({"NCCL_IB_HCA": "=mlx5_8:1"}, devices, [])
+    assert wrong == (
+        "NCCL_IB_HCA==mlx5_8:1 names mlx5_8:1, which is no RDMA device of this node (it has: mlx5_0; mlx5_10, "
+        "mlx5_11, mlx5_8, mlx5_9: the NVSwitch management bridge, not an HCA)"
+    )
+    assert nn.problems({"NCCL_IB_HCA": "=mlx5_0:1"}, devices, []) == []
+    assert fab.interfaces(str(tmp_path / "absent")) == []

@@ -275,3 +275,16 @@ def test_a_nodes_rdma_fabric_is_in_its_row_and_escaped():
     assert _report.fabric_text(gpu_facts()) is None  # facts from before fabric was gathered
     assert _report.fabric_text(dict(gpu_facts(), fabric={"summary": "none"})) is None
     assert r"fabric roce: mlx5\_0:1 ACTIVE 100 Gb/s" in render.render_markdown([row], "now")
+
+
+def test_what_the_nvlink_fabric_needs_is_in_the_row():
+    """An HGX B200: its compute HCA's port, not the NVSwitch bridge's, and NVLSM; a GB200 tray: its IMEX domain."""
+    bridge = {"name": "mlx5_8", "nvswitch_mgmt": True, "ports": [{"port": 1, "state": "ACTIVE", "active": True}]}
+    hca = {"name": "mlx5_0", "ports": [{"port": 1, "state": "ACTIVE", "active": True, "rate_gbps": 400.0}]}
+    b200 = dict(gpu_facts(), nvlink5_switch=True, fabric={"summary": "ib", "peermem": False, "devices": [hca, bridge]})
+    assert _report.fabric_text(b200) == (
+        "ib: mlx5_0:1 ACTIVE 400 Gb/s; no nvidia-peermem; NVLink 5 NVSwitches (Fabric Manager, NVLSM)"
+    )
+    tray = dict(gpu_facts(), imex_required=True, nvlink_domain="9c6f5af3-53bf-49b5-a436-b66766c413c3.4026")
+    assert _report.fabric_text(tray) == "NVLink domain 9c6f5af3-53bf-49b5-a436-b66766c413c3.4026 (IMEX)"
+    assert _report.fabric_text(dict(tray, nvlink_domain=None)) == "multi-node NVLink, no domain registered (IMEX)"

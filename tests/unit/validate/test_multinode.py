@@ -2,9 +2,12 @@
 rank lines are those gpufleet-torch-allreduce.py printed in the multinode scenario (two sandbox nodes, Gloo)."""
 
 import json
+import os
+import subprocess
 
 import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils import _multinode as mn
+from ansible_collections.gpufleet.stack.plugins.modules import multinode_validate
 
 NODES = ["mn-gpu1", "mn-gpu2"]
 
@@ -117,8 +120,17 @@ IB_WRITE_BW = """
 
 def test_ib_write_bw_reports_its_average():
     devices = {"mn-gpu1": ["mlx5_0"], "mn-gpu2": ["mlx5_0"]}
-    check = mn.rdma_check(devices, NODES, client_out=IB_WRITE_BW)
+    check = mn.rdma_check(devices, NODES, IB_WRITE_BW)
     assert check["status"] == "passed" and check["average_gbits"] == 392.06 and check["bytes"] == 65536
     assert check["reason"] == "ib_write_bw mn-gpu1 <- mn-gpu2: 392.06 Gb/s average at 65536 bytes"
-    failed = mn.rdma_check(devices, NODES, client_out=" Couldn't connect to mn-gpu1:18515", rc=1)
+    failed = mn.rdma_check(devices, NODES, " Couldn't connect to mn-gpu1:18515", rc=1)
     assert failed["status"] == "failed" and "Couldn't connect" in failed["reason"]
+
+
+def test_the_rdma_listing_leaves_out_the_nvswitch_bridge(recorded_sysfs):
+    """An HGX B200's compute HCA is listed; its baseboard's NVSwitch bridge (VPD SW_MNG) is not a path between nodes."""
+    root = recorded_sysfs("hgx-b200-nvswitch-bridge.sysfs")
+    script = multinode_validate._LIST_RDMA.replace("/sys/", f"{root}/sys/")
+    env = {"SLURMD_NODENAME": "gpu-1", "PATH": os.environ["PATH"]}
+    out = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=True).stdout
+    assert mn.parse_rdma_devices(out) == {"gpu-1": ["mlx5_0"]}
