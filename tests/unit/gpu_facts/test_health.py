@@ -49,7 +49,16 @@ def test_healthy_card_has_no_findings(hot):
     assert health.gpu_findings(healthy(hot), 85) == []
 
 
-@pytest.mark.parametrize(("temp", "threshold", "expected"), [(84, 85, None), (85, 85, "warning"), (86, 90, None)])
+@pytest.mark.parametrize(
+    ("temp", "threshold", "expected"),
+    [
+        (84, 85, None),
+        (85, 85, "warning"),
+        (86, 90, None),
+        (88, 90, None),  # one below the card's slowdown (89)
+        (89, 95, "critical"),  # exactly at the card's slowdown: critical whatever the user's threshold
+    ],
+)
 def test_temperature_threshold_option(hot, temp, threshold, expected):
     gpu = healthy(hot)
     gpu["temperature"]["current_c"] = temp

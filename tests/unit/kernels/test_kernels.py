@@ -40,6 +40,19 @@ def test_next_boot_follows_the_vmlinuz_link_else_the_newest(tmp_path):
     assert k.next_boot_kernel(str(tmp_path)) == (NEW, "/vmlinuz points to it")
 
 
+def test_next_boot_follows_a_link_in_boot_and_ignores_a_dangling_one(tmp_path):
+    """linux-update-symlinks with link_in_boot=yes writes /boot/vmlinuz -> vmlinuz-<release>; a link left at a removed
+    kernel says nothing, and the newest image is taken."""
+    kernel(tmp_path, NEW)
+    kernel(tmp_path, OLD)
+    os.symlink(f"vmlinuz-{NEW}", tmp_path / "boot" / "vmlinuz")
+    assert k.next_boot_kernel(str(tmp_path)) == (NEW, "/boot/vmlinuz points to it")
+    os.symlink("boot/vmlinuz-6.1.0-1-amd64", tmp_path / "vmlinuz")  # removed long ago; /boot's link still decides
+    assert k.next_boot_kernel(str(tmp_path)) == (NEW, "/boot/vmlinuz points to it")
+    (tmp_path / "boot" / "vmlinuz").unlink()
+    assert k.next_boot_kernel(str(tmp_path)) == (OLD, "the newest installed kernel image")
+
+
 def test_no_kernel_image_is_unknown_not_a_problem(tmp_path):
     (tmp_path / "lib/modules/6.18.44-fc").mkdir(parents=True)  # a container: modules of the host, no image
     report = k.kernel_report(str(tmp_path), "6.18.44-fc", "570.172.08")

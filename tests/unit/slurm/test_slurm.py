@@ -59,6 +59,14 @@ def test_readiness():
     assert sl.readiness_problems(lost)[0].startswith("Slurm shows exp-gpu-1 IDLE+NOT_RESPONDING")
 
 
+def test_a_node_slurm_has_down_is_not_back():
+    """DOWN without DRAIN (slurmctld gave up on it: Reason=Not responding): resuming it is not having it back."""
+    down = sl.parse_node(fixture("idle.txt").replace("State=IDLE", "State=DOWN"))
+    assert (down["base"], down["flags"]) == ("DOWN", [])
+    assert sl.readiness_problems(down, 8) == ["Slurm shows exp-gpu-1 DOWN"]
+    assert sl.is_free(down) and not sl.is_drained(down)  # no job can run there: free, but not given back
+
+
 @pytest.mark.parametrize(
     ("gres", "count"),
     [("gpu:a100:8", 8), ("gpu:a100:8(S:0-1)", 8), ("gpu:a100:4(S:0),gpu:t4:2(S:1)", 6), ("gpu:2", 2),

@@ -10,6 +10,7 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as
         (8902, "8.9.2"),  # cuDNN 8: major*1000 + minor*100 + patch (cudnn_version.h of 8.9.2)
         (8907, "8.9.7"),
         (7605, "7.6.5"),
+        (90000, "9.0.0"),  # the first code of the new encoding (not "90.0.0")
         (90100, "9.1.0"),  # cuDNN 9: major*10000 + minor*100 + patch
         (90600, "9.6.0"),
         (91000, "9.10.0"),  # minor 10 only fits the new encoding
@@ -25,6 +26,7 @@ def test_cudnn_code(code, expected):
     [
         (2804, "2.8.4"),  # before 2.9: major*1000 + minor*100 + patch
         (2708, "2.7.8"),
+        (20900, "2.9.0"),  # the first code of the new encoding
         (20903, "2.9.3"),  # from 2.9: major*10000 + minor*100 + patch
         (21803, "2.18.3"),
         (21903, "2.19.3"),
