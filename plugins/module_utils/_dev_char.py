@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""/dev/char/MAJOR:MINOR links to the NVIDIA device nodes.
+"""/dev/char/MAJOR:MINOR links to the NVIDIA device nodes, and the device nodes no udev rule makes (IMEX's channel,
+GDRCopy's /dev/gdrdrv) from the major their driver registered in /proc/devices.
 
 runc looks a container's device nodes up through /dev/char; NVIDIA's nodes have no such links (udev does not make
 them), so on a `systemctl daemon-reload` systemd rewrites the containers' device cgroups without them and running
@@ -12,7 +13,10 @@ before any daemon-reload the collection causes.
 from __future__ import annotations
 
 import os
+import re
 import stat
+
+_MAJOR = re.compile(r"^\s*(\d+)\s+(\S+)\s*$")
 
 # NVIDIA's udev rule (nvidia-container-toolkit#48), run when the nvidia PCI driver binds at boot.
 UDEV_RULE = (
@@ -67,3 +71,22 @@ def ensure_links(dev="/dev", char_dir="/dev/char", check_mode=False):
             os.unlink(link)
         os.symlink(target, link)
     return [link for link, _target in todo]
+
+
+def char_major(proc_devices, name):
+    """The major number a driver registered `name` under (/proc/devices' character devices), else None."""
+    for line in (proc_devices or "").splitlines():
+        if line.strip().startswith("Block devices"):
+            break
+        found = _MAJOR.match(line)
+        if found and found.group(2) == name:
+            return int(found.group(1))
+    return None
+
+
+def make_node(path, major, minor=0, mode=0o666):
+    """A character device node at path (its directory made), with mode past the umask, as the drivers' own
+    scripts make theirs (IMEX guide: mknod ... channel0 c <major> 0; gdrcopy's init script: mknod -m 666)."""
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    os.mknod(path, mode | stat.S_IFCHR, os.makedev(major, minor))
+    os.chmod(path, mode)

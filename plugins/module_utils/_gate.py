@@ -17,6 +17,8 @@ change (NVIDIA's driver, toolkit and operator trackers, Slurm sites):
   and CUDA's fabric-memory calls fail with an insufficient-permission error (NVIDIA's IMEX guide, "IMEX Channels");
 - peermem: the node loads nvidia-peermem at boot (role rdma) but it is not loaded after the change: NCCL falls back
   to staging through host memory without a word (NVIDIA/nccl#1537, NVIDIA/deepops#1300);
+- gdrdrv: GDRCopy is installed but its module is not loaded or /dev/gdrdrv is missing after the change (its init
+  script reports failures and still exits 0, so gdrdrv.service looks fine; NVIDIA/gdrcopy#331, #334);
 - persistence: persistence mode off (the driver tears down between jobs; NVIDIA's Ubuntu packaging starts
   nvidia-persistenced with --no-persistence-mode);
 - health: a critical finding (ECC, remapped rows, temperature, a next kernel without a module);
@@ -153,11 +155,17 @@ def gate_imex(facts, imex_active, channel0):
     return gate("imex", True, f"IMEX active with channel0 in NVLink domain {facts.get('nvlink_domain') or 'unknown'}")
 
 
-def gate_peermem(facts, wanted):
+def _driver_in_kernel(facts, kernel_driver):
+    """The NVIDIA module is loaded as the kernel says (kernel_driver: /sys/module or /proc/driver/nvidia), else as
+    NVML says: the kernel modules that depend on it (nvidia-peermem, gdrdrv) can only be where it is."""
+    return facts.get("driver_state") == "loaded" if kernel_driver is None else bool(kernel_driver)
+
+
+def gate_peermem(facts, wanted, kernel_driver=None):
     """A node set to load nvidia-peermem at boot has it loaded once the driver is."""
     if not wanted:
         return gate("peermem", True, "nvidia-peermem not configured here")
-    if facts.get("driver_state") != "loaded":
+    if not _driver_in_kernel(facts, kernel_driver):
         return gate("peermem", True, "the driver is not loaded: nvidia-peermem follows it")
     if (facts.get("fabric") or {}).get("peermem"):
         return gate("peermem", True, "nvidia-peermem loaded (GPUDirect RDMA)")
@@ -167,6 +175,19 @@ def gate_peermem(facts, wanted):
         "nvidia-peermem is configured to load at boot but is not loaded: NCCL stages through host memory (no "
         "GPUDirect RDMA); see `modprobe nvidia-peermem` for why",
     )
+
+
+def gate_gdrdrv(facts, installed, loaded, device, kernel_driver=None):
+    """A node with GDRCopy installed has gdrdrv loaded and /dev/gdrdrv once the driver is loaded."""
+    if not installed:
+        return gate("gdrdrv", True, "GDRCopy not installed here")
+    if not _driver_in_kernel(facts, kernel_driver):
+        return gate("gdrdrv", True, "the driver is not loaded: gdrdrv follows it")
+    if not loaded:
+        return gate("gdrdrv", False, "GDRCopy is installed but gdrdrv is not loaded (see `modprobe gdrdrv`)")
+    if not device:
+        return gate("gdrdrv", False, "gdrdrv is loaded but /dev/gdrdrv is missing (gdrdrv.service makes it)")
+    return gate("gdrdrv", True, "gdrdrv loaded, /dev/gdrdrv present")
 
 
 def gate_persistence(facts, required=True):
@@ -231,7 +252,8 @@ def gate_cdi(spec_path, text, loaded):
 
 def evaluate(facts, *, target, expected_gpus, fm_active, fm_lines, xid_baseline, cdi_path, cdi_text, **node):
     """Every gate in order: the first that failed decides the node's state (failed/<gate>). node: persistence
-    (required, default true), processes (names running), imex_active, imex_channel0, peermem_wanted."""
+    (required, default true), processes (names running), imex_active, imex_channel0, peermem_wanted,
+    gdrdrv_installed, gdrdrv_loaded, gdrdrv_device, kernel_driver (the kernel has the NVIDIA module loaded)."""
     loaded = facts.get("driver_version") if facts.get("driver_state") == "loaded" else None
     persistence = node.get("persistence", True)
     return [
@@ -240,7 +262,14 @@ def evaluate(facts, *, target, expected_gpus, fm_active, fm_lines, xid_baseline,
         gate_fabric(facts, fm_active, fm_lines),
         gate_nvlsm(facts, node.get("processes") or ()),
         gate_imex(facts, node.get("imex_active", False), node.get("imex_channel0", False)),
-        gate_peermem(facts, node.get("peermem_wanted", False)),
+        gate_peermem(facts, node.get("peermem_wanted", False), node.get("kernel_driver")),
+        gate_gdrdrv(
+            facts,
+            node.get("gdrdrv_installed", False),
+            node.get("gdrdrv_loaded"),
+            node.get("gdrdrv_device"),
+            node.get("kernel_driver"),
+        ),
         gate_persistence(facts, persistence),
         gate_health(facts, xid_baseline),
         gate_xid(facts, xid_baseline),

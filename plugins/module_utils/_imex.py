@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpufleet.stack.plugins.module_utils._dev_char import char_major
+
 NODES_FILE = "/etc/nvidia-imex/nodes_config.cfg"
 MODPROBE_FILE = "/etc/modprobe.d/gpufleet-imex.conf"
 MODPROBE_TEXT = "options nvidia NVreg_CreateImexChannel0=1\n"
@@ -23,7 +25,6 @@ CHANNEL_DEVICE = "nvidia-caps-imex-channels"
 CHANNEL0 = "/dev/nvidia-caps-imex-channels/channel0"
 # An IPv4 or IPv6 address or a DNS name (names from driver 570.158.01, per the DRA driver's use of them).
 _ADDRESS = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.:-]{0,252})$")
-_MAJOR = re.compile(r"^\s*(\d+)\s+(\S+)\s*$")
 
 
 def gpu_facts_of(hostvars):
@@ -67,8 +68,4 @@ def nodes_text(nodes):
 
 def channel_major(proc_devices):
     """The major number the driver registered nvidia-caps-imex-channels under (/proc/devices), else None."""
-    for line in (proc_devices or "").splitlines():
-        found = _MAJOR.match(line)
-        if found and found.group(2) == CHANNEL_DEVICE:
-            return int(found.group(1))
-    return None
+    return char_major(proc_devices, CHANNEL_DEVICE)

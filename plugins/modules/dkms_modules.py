@@ -118,9 +118,19 @@ def registered(root, names, version):
     return None
 
 
+def kernel_modules(root, kernel, name):
+    """Paths of NAME.ko (compressed or not) under /lib/modules/<kernel>; the NVIDIA driver's through _kernels."""
+    if name.startswith("nvidia"):
+        return [p for p in nvidia_modules(root, kernel) if os.path.basename(p).split(".ko")[0] == name]
+    found = []
+    for dirpath, _dirs, files in os.walk(os.path.join(root, "lib/modules", kernel)):
+        found += [os.path.join(dirpath, f) for f in files if f.split(".ko")[0] == name and ".ko" in f]
+    return sorted(found)
+
+
 def read_module(module, root, kernel, name):
     """{path, version, signer} of the module DKMS installed for kernel ({} when there is none)."""
-    paths = [p for p in nvidia_modules(root, kernel) if os.path.basename(p).split(".ko")[0] == name]
+    paths = kernel_modules(root, kernel, name)
     modinfo = module.get_bin_path("modinfo")
     if not paths or not modinfo:
         return {"path": paths[0] if paths else ""}
@@ -147,9 +157,11 @@ def build_failure(root, name, version, kernel, said):
     return (
         f"DKMS could not build {name}/{version} for kernel {kernel}: {said}\n--- tail of {log} ---\n"
         f"{tail or '(no make.log)'}\n---\n"
-        f"The running kernel and the modules of the other kernels are unchanged; {kernel} has no module for driver "
-        f"{version}, so a reboot into it would come up without GPUs. Fix the build (a driver release that supports "
-        f"this kernel, or the kernel's complete headers), then run the role again"
+        f"The running kernel and the modules of the other kernels are unchanged; {kernel} has no {name} module "
+        f"{version}, so a reboot into it would come up without "
+        + ("GPUs" if name.startswith("nvidia") else name)
+        + ". Fix the build (a release that supports this kernel, or the kernel's complete headers), then run the "
+        "role again"
     )
 
 

@@ -89,12 +89,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils import _imex as imex
 from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
-
-
-def make_channel(path, major):
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    os.mknod(path, 0o666 | 0o020000, os.makedev(major, 0))  # S_IFCHR; the driver makes it 0666 too
-    os.chmod(path, 0o666)  # past the umask
+from ansible_collections.gpufleet.stack.plugins.module_utils._dev_char import make_node
 
 
 def main():
@@ -123,7 +118,7 @@ def main():
         major = imex.channel_major((read(os.path.join(p["procfs_root"], "proc", "devices"))[0] or b"").decode())
         channel = "next_load" if major is None else "created"
         if major is not None and not module.check_mode:
-            make_channel(p["channel"], major)
+            make_node(p["channel"], major)
     module.exit_json(
         changed=bool(changed_files) or channel == "created",
         changed_files=changed_files,

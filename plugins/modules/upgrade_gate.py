@@ -17,7 +17,8 @@ description:
     Fabric Manager's "configured" line on A100; on GB200-class trays the GPUs registered with the rack's fabric),
     C(nvlsm) (on NVLink 5 systems an C(nvlsm) process runs), C(imex) (on multi-node NVLink nodes O(imex_unit) active and
     O(imex_channel) present), C(peermem) (where O(peermem_load_file) exists and the
-    driver is loaded, C(nvidia-peermem) is loaded), C(persistence), C(health) (no critical finding), C(xid) (no Xid
+    driver is loaded, C(nvidia-peermem) is loaded), C(gdrdrv) (where GDRCopy is installed and the driver is loaded,
+    C(gdrdrv) is loaded and C(/dev/gdrdrv) exists), C(persistence), C(health) (no critical finding), C(xid) (no Xid
     line that was not in O(xid_baseline)) and C(cdi) (the spec names the loaded driver).
   - Looks again every O(poll_interval) seconds for up to O(timeout) seconds, since Fabric Manager trains the fabric and
     the daemons start for a while after a driver change or a reboot. Fails with C(failed/<gate>) and the reason of the
@@ -59,6 +60,18 @@ options:
       where it exists, the C(peermem) gate requires the module loaded.
     type: path
     default: /etc/modules-load.d/gpufleet-nvidia-peermem.conf
+  gdrdrv_src_root:
+    description: >-
+      Where DKMS sources are; a C(gdrdrv-<version>) there (package C(gdrdrv-dkms)) makes the C(gdrdrv) gate require
+      the module loaded and C(/dev/gdrdrv) once the driver is.
+    type: path
+    default: /usr/src
+  kernel_root:
+    description: >-
+      Root under which C(/sys/module), C(/proc/driver/nvidia) and C(/dev/gdrdrv) are read: the kernel's own account
+      of its modules, which the C(peermem) and C(gdrdrv) gates follow (tests).
+    type: path
+    default: /
   xid_baseline:
     description: The kernel log's Xid lines when the upgrade began; only lines not among them fail the C(xid) gate.
     type: list
@@ -126,13 +139,14 @@ ansible_facts:
   type: dict
 """
 
+import glob
 import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.stack.plugins.module_utils import _gate
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_text
+from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_kernel_module, read_text
 from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_readers import kernel_log_reader, modinfo_reader
 
 
@@ -187,6 +201,10 @@ def look(module, p):
         imex_active=imex and unit_active(module, p["imex_unit"]),
         imex_channel0=imex and os.path.exists(p["imex_channel"]),
         peermem_wanted=os.path.exists(p["peermem_load_file"]),
+        gdrdrv_installed=bool(glob.glob(os.path.join(p["gdrdrv_src_root"], "gdrdrv-*"))),
+        gdrdrv_loaded=os.path.isdir(os.path.join(p["kernel_root"], "sys", "module", "gdrdrv")),
+        gdrdrv_device=os.path.exists(os.path.join(p["kernel_root"], "dev", "gdrdrv")),
+        kernel_driver=read_kernel_module(p["kernel_root"], p["kernel_root"])["loaded"],
     )
     return facts, gates
 
@@ -201,6 +219,8 @@ def main():
             "imex_unit": {"type": "str", "default": "nvidia-imex.service"},
             "imex_channel": {"type": "path", "default": "/dev/nvidia-caps-imex-channels/channel0"},
             "peermem_load_file": {"type": "path", "default": "/etc/modules-load.d/gpufleet-nvidia-peermem.conf"},
+            "gdrdrv_src_root": {"type": "path", "default": "/usr/src"},
+            "kernel_root": {"type": "path", "default": "/"},
             "xid_baseline": {"type": "list", "elements": "str", "default": []},
             "cdi_spec": {"type": "path", "default": ""},
             "persistence": {"type": "bool", "default": True},

@@ -765,6 +765,118 @@ def container_packages(ver, commit, ctk_source):
     ]
 
 
+# GDRCopy as its own Debian packaging builds it (NVIDIA/gdrcopy packages/: debian-lib, debian-tests, debian-meta and
+# dkms/debian control files, dkms.conf, the postinst and gdrdrv.init). NVIDIA publishes these .debs for Ubuntu only
+# (developer.download.nvidia.com/compute/redist/gdrcopy/CUDA <x.y>/ubuntu22_04/x64/..., a directory of files, no apt
+# index) and RPMs for RHEL; Debian has no gdrcopy. A Debian fleet builds them (packages/build-deb-packages.sh) and
+# serves them from its own repository: the mirror's "site" repository stands in for that one. Versions as the
+# published files name them: 2.4.4 (no Debian revision: "Unpacking gdrdrv-dkms:amd64 (2.4.4)", deepseek-ai/DeepEP#11)
+# and 2.5.1-1.
+GDRCOPY = ["2.4.4", "2.5.1-1"]
+
+# gdrdrv.init's behaviour (packages/dkms/debian/gdrdrv.init): check that nvidia is loaded, modprobe gdrdrv, mknod
+# /dev/gdrdrv from its major in /proc/devices; every step reported through the LSB functions, whose log_failure_msg
+# returns 0, so the script exits 0 whatever failed. Written anew; not NVIDIA's text.
+GDRDRV_INIT = """#!/bin/bash
+### BEGIN INIT INFO
+# Provides:       gdrcopy
+# Required-Start:
+# Required-Stop:
+# Default-Start: 2 3 4 5
+# Default-Stop: 0 1 6
+# Description: GDRCopy kernel-mode driver (gpufleet.stack test mirror stand-in)
+### END INIT INFO
+. /lib/lsb/init-functions
+
+start() {
+    echo -n "Checking required modules: "
+    grep -qw '^nvidia' /proc/modules && log_success_msg || log_failure_msg
+    if ! grep -qw '^gdrdrv' /proc/modules; then
+        echo -n "Loading gdrdrv kernel module: "
+        /sbin/modprobe gdrdrv && log_success_msg || log_failure_msg
+    fi
+    echo -n "Initializing GDRcopy /dev entries: "
+    major=$(awk '$2 == "gdrdrv" {print $1; exit}' /proc/devices)
+    rm -f /dev/gdrdrv
+    [ -n "$major" ] && mknod -m 666 /dev/gdrdrv c "$major" 0 && log_success_msg || log_failure_msg
+}
+
+stop() {
+    echo -n "Unloading gdrdrv kernel module: "
+    /sbin/rmmod gdrdrv && log_success_msg || log_failure_msg
+    rm -f /dev/gdrdrv
+}
+
+case "$1" in
+    start) start ;;
+    stop) stop ;;
+    restart) stop; start ;;
+    *) echo "Usage: $0 {start|stop|restart}"; exit 1 ;;
+esac
+exit 0
+"""
+# debhelper's postinst-init (compat 9, as gdrcopy's dkms/debian/compat says; Debian's debhelper 13.11.4): enable the
+# script, start it, and fail the configuration when the start fails (it does not: see GDRDRV_INIT).
+INIT_POSTINST = """if [ "$1" = configure ] && [ -x /etc/init.d/gdrdrv ]; then
+    update-rc.d gdrdrv defaults >/dev/null
+    invoke-rc.d gdrdrv start || exit 1
+fi
+"""
+
+
+def gdrcopy_packages(deb):
+    """gdrdrv-dkms, libgdrapi, gdrcopy-tests and the gdrcopy metapackage at one version, with their real relations."""
+    ver = deb.split("-")[0]
+    major_minor = ".".join(ver.split(".")[:2])
+    return [
+        pkg(
+            "gdrdrv-dkms",
+            deb,
+            depends=["dkms (>= 1.95)"],
+            files={
+                **kmod_source.gdrdrv_files(ver),
+                "/etc/init.d/gdrdrv": (GDRDRV_INIT, 0o755),
+            },
+            postinst="#!/bin/sh\nset -e\n" + kmod_source.GDRDRV_POSTINST.format(ver=ver) + INIT_POSTINST,
+            prerm="#!/bin/sh\nset -e\n" + kmod_source.GDRDRV_PRERM.format(ver=ver),
+            repo="site",
+            Source="gdrdrv-dkms",
+            Multi_Arch="same",
+        ),
+        pkg(
+            "libgdrapi",
+            deb,
+            files={f"{LIB}/libgdrapi.so.{major_minor}": (("stub", "gdr_open", 0), 0o644)},
+            links={f"{LIB}/libgdrapi.so.2": f"libgdrapi.so.{major_minor}"},
+            postinst=sh("ldconfig"),
+            repo="site",
+            Source="libgdrapi",
+            Multi_Arch="same",
+            Replaces="gdrcopy (<= 2.2-1)",
+            Conflicts="gdrcopy (<= 2.2-1)",
+        ),
+        pkg(
+            "gdrcopy-tests",
+            deb,
+            depends=[f"libgdrapi (>= {deb})"],
+            files={
+                "/usr/bin/gdrcopy_sanity": (sh('echo "gdrcopy_sanity (gpufleet.stack test mirror stand-in)"'), 0o755)
+            },
+            repo="site",
+            Source="gdrcopy-tests",
+            Replaces="gdrcopy (<= 2.2-1)",
+            Conflicts="gdrcopy (<= 2.2-1)",
+        ),
+        pkg(
+            "gdrcopy",
+            deb,
+            depends=[f"gdrdrv-dkms (= {deb})", f"libgdrapi (= {deb})", f"gdrcopy-tests (= {deb})"],
+            repo="site",
+            Source="gdrcopy",
+        ),
+    ]
+
+
 def catalog(ctk_source, dist="debian12", key=b"", url=DEFAULT_URL, *, dcgmi_source="", exporter_source=""):
     """Every package of the mirror for one distribution; the driver as NVIDIA's repository has it (driver_graph.py:
     ~60 packages a version, cuda-keyring, pinning packages, 580 and its unsuffixed Fabric Manager)."""
@@ -774,6 +886,8 @@ def catalog(ctk_source, dist="debian12", key=b"", url=DEFAULT_URL, *, dcgmi_sour
     seen = set()
     out = [p for p in out if (p["name"], p["version"]) not in seen and not seen.add((p["name"], p["version"]))]
     out.append(from_stanza(driver_graph.NVLSM, files=NVLSM_FILES))
+    for deb in GDRCOPY:
+        out += gdrcopy_packages(deb)
     for xy in TOOLKITS:
         out += toolkit_packages(xy)
     for entry in CUDNN:

@@ -7,6 +7,7 @@ DIR/gnupg holds the signing key; DIR/www is the web root (sandbox/mirror/serve):
   compute/cuda/repos/debian12/x86_64/   *.deb Packages Packages.gz Release Release.gpg InRelease <keyid>.pub
   compute/cuda/repos/debian13/x86_64/   the same packages for Debian 13
   libnvidia-container/stable/deb/amd64/ the Container Toolkit packages, same files
+  site/debian12/                         a site's own repository (GDRCopy's packages), same files
   keys/gpufleet-mirror.gpg (binary, for signed-by=) keys/gpufleet-mirror.asc keys/fingerprint
   manifest.json                          fingerprint and every package, version and Depends per repo
 The signing key lives in DIR/gnupg and survives rebuilds, so its fingerprint stays the same for a DIR.
@@ -40,8 +41,10 @@ NVML_SIM = ROOT / "sandbox" / "nvml-sim"
 REPOS = {
     "cuda": ["compute/cuda/repos/debian12/x86_64", "compute/cuda/repos/debian13/x86_64"],
     "container": ["libnvidia-container/stable/deb/amd64"],
+    # A site's own repository (what a Debian fleet builds itself: GDRCopy's packages), for Debian 12.
+    "site": ["site/debian12"],
 }
-LABELS = {"cuda": "NVIDIA CUDA", "container": "libnvidia-container"}
+LABELS = {"cuda": "NVIDIA CUDA", "container": "libnvidia-container", "site": "site packages"}
 KEY_UID = "gpufleet.stack test mirror (synthetic NVIDIA packages) <mirror@gpufleet.invalid>"
 
 
@@ -249,6 +252,7 @@ def build(out, force=False, url=catalog.DEFAULT_URL):
     sources = {"dcgmi_source": dcgmi, "exporter_source": exporter}
     targets = [(rel, "cuda", catalog.catalog(ctk, rel.split("/")[3], key, url, **sources)) for rel in REPOS["cuda"]]
     targets.append((REPOS["container"][0], "container", catalog.catalog(ctk, "debian12", key, url, **sources)))
+    targets.append((REPOS["site"][0], "site", catalog.catalog(ctk, "debian12", key, url, **sources)))
     for rel, repo, packages in targets:
         repo_dir = www / rel
         repo_dir.mkdir(parents=True)

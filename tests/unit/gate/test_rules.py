@@ -30,8 +30,8 @@ def verdicts(f, **over):
 
 def test_a_healthy_node_passes_every_gate():
     gates = verdicts(facts(), cdi_path="/etc/cdi/nvidia.yaml", cdi_text=SPEC_NEW)
-    assert [x["gate"] for x in gates] == [
-        "module", "gpus", "fabric", "nvlsm", "imex", "peermem", "persistence", "health", "xid", "cdi"]  # fmt: skip
+    names = ["module", "gpus", "fabric", "nvlsm", "imex", "peermem", "gdrdrv", "persistence", "health", "xid", "cdi"]
+    assert [x["gate"] for x in gates] == names
     assert g.first_failure(gates) is None
 
 
@@ -104,6 +104,21 @@ def test_peermem_is_loaded_after_the_change_where_the_node_loads_it_at_boot():
     assert g.first_failure(verdicts(without)) is None  # not configured to load here: not asked
     # The driver not loaded is the module gate's to say, not peermem's.
     assert g.gate_peermem(facts(driver_state="not_loaded", fabric={}), True)["ok"]
+
+
+def test_gdrcopy_installed_needs_gdrdrv_and_its_device_once_the_driver_is_loaded():
+    """gdrdrv.service's init script exits 0 whatever failed: the module and the node are what is asked."""
+    assert g.first_failure(verdicts(facts(), gdrdrv_installed=True, gdrdrv_loaded=True, gdrdrv_device=True)) is None
+    failure = g.first_failure(verdicts(facts(), gdrdrv_installed=True, gdrdrv_loaded=False, gdrdrv_device=False))
+    assert (failure["gate"], failure["detail"]) == (
+        "gdrdrv", "GDRCopy is installed but gdrdrv is not loaded (see `modprobe gdrdrv`)")  # fmt: skip
+    no_node = g.first_failure(verdicts(facts(), gdrdrv_installed=True, gdrdrv_loaded=True, gdrdrv_device=False))
+    assert no_node["detail"] == "gdrdrv is loaded but /dev/gdrdrv is missing (gdrdrv.service makes it)"
+    assert g.gate_gdrdrv(facts(driver_state="not_loaded"), True, False, False)["ok"]
+    # The kernel's account wins over NVML's: no NVIDIA module in the kernel, nothing that depends on it is asked for.
+    assert g.gate_gdrdrv(facts(), True, False, False, kernel_driver=False)["ok"]
+    assert not g.gate_gdrdrv(facts(driver_state="not_loaded"), True, False, False, kernel_driver=True)["ok"]
+    assert g.first_failure(verdicts(facts(), gdrdrv_loaded=False)) is None  # not installed: not asked
 
 
 def test_persistence_health_xid_and_cdi():

@@ -84,17 +84,24 @@ def test_a_gb200_tray_is_ready_only_with_imex_active_and_channel0(tmp_path):
     )
 
 
-def test_peermem_configured_at_boot_but_not_loaded_after_the_change(tmp_path):
-    """The node loads nvidia-peermem at boot (role rdma's file), the driver is loaded, the module is not (no
-    /sys/module/nvidia_peermem on this machine)."""
+def test_kernel_modules_that_follow_the_driver_after_the_change(tmp_path):
+    """nvidia-peermem configured at boot (role rdma's file) and GDRCopy installed: once the kernel has the NVIDIA
+    module (kernel_root/sys/module/nvidia), each must be loaded too (no /sys/module/nvidia_peermem on this machine;
+    gdrdrv and /dev/gdrdrv under kernel_root); while it has not, nothing is asked of them."""
+    kernel = tmp_path / "kernel"
     load_file = tmp_path / "gpufleet-nvidia-peermem.conf"
     load_file.write_text("nvidia-peermem\n")
-    result = run_gate("t4-x1", tmp_path, {"driver_version": "535.230.02", "peermem_load_file": str(load_file)})
+    (tmp_path / "src" / "gdrdrv-2.5.1").mkdir(parents=True)
+    args = {"driver_version": "535.230.02", "peermem_load_file": str(load_file), "kernel_root": str(kernel),
+            "gdrdrv_src_root": str(tmp_path / "src")}  # fmt: skip
+    assert run_gate("t4-x1", tmp_path, args)["failed_gate"] == ""  # the kernel has no NVIDIA module: they follow it
+    (kernel / "sys/module/nvidia").mkdir(parents=True)
+    result = run_gate("t4-x1", tmp_path, args)
     assert result["failed_gate"] == "peermem" and "NCCL stages through host memory" in result["msg"]
     load_file.unlink()
-    assert (
-        run_gate("t4-x1", tmp_path, {"driver_version": "535.230.02", "peermem_load_file": str(load_file)})[
-            "failed_gate"
-        ]
-        == ""
-    )
+    result = run_gate("t4-x1", tmp_path, args)
+    assert result["msg"] == "failed/gdrdrv: GDRCopy is installed but gdrdrv is not loaded (see `modprobe gdrdrv`)"
+    (kernel / "sys/module/gdrdrv").mkdir(parents=True)
+    (kernel / "dev").mkdir()
+    (kernel / "dev/gdrdrv").write_text("")
+    assert run_gate("t4-x1", tmp_path, args)["failed_gate"] == ""

@@ -11,6 +11,7 @@ MIRROR = ROOT / "sandbox" / "mirror"
 CUDA12 = "compute/cuda/repos/debian12/x86_64"
 CUDA13 = "compute/cuda/repos/debian13/x86_64"
 CONTAINER = "libnvidia-container/stable/deb/amd64"
+SITE = "site/debian12"
 
 
 @pytest.fixture(scope="session")

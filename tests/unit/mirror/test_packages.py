@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_parse as sp
 
-from .conftest import CUDA12, ROOT, extract
+from .conftest import CUDA12, ROOT, SITE, extract
 
 DEVNODES = "/usr/lib/nvidia/gpufleet-sandbox-devnodes"  # the module package's device-node maker and its unit
 DEVNODES_UNIT = "gpufleet-sandbox-nvidia-devnodes.service"
@@ -127,6 +127,8 @@ def test_dkms_source_is_the_module_tree_nvidia_packages_ship(mirror, tmp_path):
         assert conf.count("BUILT_MODULE_NAME[") == modules
         assert ('"nvidia-peermem"' in conf) == (flavor == "open")
         assert 'MODULE_VERSION("570.133.20")' in (src / "nvidia.c").read_text()
+        assert "EXPORT_SYMBOL(nvidia_p2p_get_pages)" in (src / "nvidia.c").read_text()  # what gdrdrv links against
+        assert "int nvidia_p2p_get_pages(uint64_t p2p_token" in (src / "nv-p2p.h").read_text()
         assert "obj-m := nvidia.o nvidia-uvm.o" in (src / "Makefile").read_text()
     broken = extract(mirror, CUDA12, "nvidia-kernel-open-dkms", "570.86.15-1", tmp_path / "broken")
     assert "does not compile" in (broken / "usr/src/nvidia-570.86.15/nvidia.c").read_text()
@@ -139,3 +141,21 @@ def test_fabricmanager_and_persistenced_print_their_version(mirror, tmp_path):
     assert (
         "ExecStart=/usr/bin/nv-fabricmanager" in (root / "lib/systemd/system/nvidia-fabricmanager.service").read_text()
     )
+
+
+def test_gdrcopy_is_built_as_its_own_packaging_builds_it(mirror, tmp_path):
+    """NVIDIA/gdrcopy packages/: gdrdrv-dkms's DKMS tree and init script, the relations of its four packages."""
+    manifest = json.loads((mirror / "manifest.json").read_text())["repos"][SITE]
+    depends = {(p["package"], p["version"]): p["depends"] for p in manifest}
+    assert depends[("gdrcopy", "2.5.1-1")] == [
+        "gdrdrv-dkms (= 2.5.1-1)", "libgdrapi (= 2.5.1-1)", "gdrcopy-tests (= 2.5.1-1)"]  # fmt: skip
+    assert depends[("gdrdrv-dkms", "2.4.4")] == ["dkms (>= 1.95)"]
+    assert depends[("gdrcopy-tests", "2.5.1-1")] == ["libgdrapi (>= 2.5.1-1)"]
+    root = extract(mirror, SITE, "gdrdrv-dkms", "2.5.1-1", tmp_path)
+    conf = (root / "usr/src/gdrdrv-2.5.1/dkms.conf").read_text()
+    assert 'PACKAGE_NAME="gdrdrv"' in conf and 'BUILT_MODULE_NAME[0]="gdrdrv"' in conf and 'AUTOINSTALL="yes"' in conf
+    assert "obj-m := nv-p2p-dummy.o gdrdrv.o" in (root / "usr/src/gdrdrv-2.5.1/Makefile").read_text()
+    init = (root / "etc/init.d/gdrdrv").read_text()
+    assert "mknod -m 666 /dev/gdrdrv" in init and init.rstrip().endswith("exit 0")
+    lib = extract(mirror, SITE, "libgdrapi", "2.5.1-1", tmp_path / "lib")
+    assert os.readlink(lib / LIB / "libgdrapi.so.2") == "libgdrapi.so.2.5"
