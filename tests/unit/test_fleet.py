@@ -119,3 +119,16 @@ def test_a_removed_nodes_slurm_cgroups_go_deepest_first_and_others_stay(fleet, t
     fleet.release_cgroups([node("gpu-1")])
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.glob("*/*"))
     assert left == ["devices/docker", "devices/slurm_gpu-10", "freezer/docker", "freezer/slurm_gpu-10"]
+
+
+def test_a_container_another_lane_removes_while_listing_is_not_an_error(fleet, monkeypatch):
+    """Two scenario lanes: one lists the nodes, the other removes one before it is inspected (a CI run failed so)."""
+    answers = {
+        "ps": fleet.subprocess.CompletedProcess([], 0, "aaa\nbbb\n", ""),
+        "inspect": fleet.subprocess.CompletedProcess([], 1, '[{"Name": "/kept"}]\n', "Error: No such object: bbb\n"),
+    }
+    monkeypatch.setattr(fleet, "run", lambda argv, check=True, **kw: answers[argv[1]])
+    assert fleet.containers(None) == [{"Name": "/kept"}]
+    answers["inspect"] = fleet.subprocess.CompletedProcess([], 1, "", "Cannot connect to the Docker daemon\n")
+    with pytest.raises(fleet.FleetError, match="docker inspect failed"):
+        fleet.containers(None)
