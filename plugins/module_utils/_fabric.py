@@ -58,14 +58,20 @@ def nvswitch_bridge(device_link):
         return False
 
 
-def bridge_functions(sysfs_root="/"):
-    """The PCI functions of an NVSwitch management bridge (Mellanox functions whose VPD says SW_MNG), read from the
-    PCI bus so that they are found whether or not mlx5_core has made RDMA devices of them yet."""
+def bridge_functions(sysfs_root="/", devices=()):
+    """The PCI functions of an NVSwitch management bridge (Mellanox functions whose VPD says SW_MNG), from the PCI
+    bus so that they are found whether or not mlx5_core has made RDMA devices of them yet. A function read_rdma has
+    read already (devices) is not read again: VPD reads go through the card, slowly."""
+    known = {dev["pci_bus_id"]: dev["nvswitch_mgmt"] for dev in devices if dev.get("pci_bus_id")}
     base = os.path.join(sysfs_root, "sys", "bus", "pci", "devices")
     found = []
     for name in _names(base):
         function = os.path.join(base, name)
-        if _read(os.path.join(function, "vendor"), 16) == MELLANOX_VENDOR and nvswitch_bridge(function):
+        if name in known:
+            bridge = known[name]
+        else:
+            bridge = _read(os.path.join(function, "vendor"), 16) == MELLANOX_VENDOR and nvswitch_bridge(function)
+        if bridge:
             found.append(name)
     return found
 
@@ -301,7 +307,7 @@ def fabric_facts(sysfs_root="/", gpu_bus_ids=()):
         "devices": devices,
         "peermem": peermem_loaded(sysfs_root),
         "gpu_nic": table,
-        "nvswitch_bridge": bridge_functions(sysfs_root),
+        "nvswitch_bridge": bridge_functions(sysfs_root, devices),
     }
 
 

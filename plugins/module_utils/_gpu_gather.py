@@ -280,9 +280,7 @@ def _nvlink_needs(facts):
     """What the NVLink fabric needs on this node (Fabric Manager user guide; NVIDIA's driver container): Fabric
     Manager where NVSwitches are local (on PCI up to NVLink 4, behind the baseboard's management bridge from NVLink
     5, which also needs NVLSM); IMEX where the GPUs are wired to NVLink switches outside the node (GB200 NVL)."""
-    fabric = facts["fabric"]
-    rdma_bridge = any(dev.get("nvswitch_mgmt") for dev in fabric["devices"])
-    facts["nvlink5_switch"] = bool(fabric.get("nvswitch_bridge")) or rdma_bridge
+    facts["nvlink5_switch"] = bool(facts["fabric"].get("nvswitch_bridge"))
     local = facts["nvswitch_present"] or facts["nvlink5_switch"]
     facts["fabricmanager_required"] = local
     facts["nvlsm_required"] = facts["nvlink5_switch"]

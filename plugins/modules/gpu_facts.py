@@ -158,7 +158,8 @@ ansible_facts:
           (C("0-1") to an NVML
           topology level name), C(labels), C(kernel_log), C(source) (nvml, nvml-simulator or sysfs),
           C(simulated), C(fabric) (C(summary) ib, roce, down or none; C(devices) with their ports, GIDs, interfaces
-          and PCI place, C(nvswitch_mgmt) for the NVSwitch bridge's; C(peermem); C(gpu_nic), each GPU's PCI
+          and PCI place, C(nvswitch_mgmt) for the NVSwitch bridge's; C(nvswitch_bridge), that bridge's PCI functions;
+          C(peermem); C(gpu_nic), each GPU's PCI
           distance to each RDMA device, PIX to SYS),
           C(nvml_bindings) (C(path) and C(version) of the pynvml imported, null when NVML was not
           called; the collection's copy in C(/usr/local/lib/gpufleet/python), put there by the

@@ -3,6 +3,10 @@ that their pure parts can be tested without Docker or qemu."""
 
 import importlib.machinery
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +63,47 @@ def recorded_sysfs(tmp_path):
         return tree.build(path.parent / "fixtures" / name, tmp_path / "sysfs" / name)
 
     return root
+
+
+@pytest.fixture
+def exec_module():
+    """run(name, args, cwd, bin_dir=None) -> the result JSON of gpufleet.stack.<name> executed as Ansible executes a
+    module on a host (its arguments in a file, the collection on PYTHONPATH), in cwd; bin_dir, when given, comes
+    first on PATH (stand-in commands such as modprobe or scontrol) and the system's /usr/bin and /bin follow. Faster
+    than tests/conftest.py's run_module (the `ansible` CLI), and the only one of the two that sets PATH."""
+
+    def run(name, args, cwd, bin_dir=None):
+        path = Path(cwd) / "args.json"
+        path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "collections"))
+        if bin_dir is not None:
+            env["PATH"] = f"{bin_dir}:/usr/bin:/bin"
+        proc = subprocess.run(
+            [sys.executable, "-m", f"ansible_collections.gpufleet.stack.plugins.modules.{name}", str(path)],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return json.loads(proc.stdout)
+
+    return run
+
+
+@pytest.fixture
+def fake_modprobe():
+    """install(root, rc, message) -> calls(): root/bin/modprobe, a stand-in that records its arguments in
+    root/modprobe.calls and exits rc (printing message to stderr when rc is not 0); calls() lists them."""
+
+    def install(root, rc=0, message=""):
+        bin_dir = root / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        log = root / "modprobe.calls"
+        (bin_dir / "modprobe").write_text(
+            f'#!/bin/sh\necho "$@" >> {log}\n[ {rc} = 0 ] || echo "{message}" >&2\nexit {rc}\n'
+        )
+        (bin_dir / "modprobe").chmod(0o755)
+        return lambda: log.read_text().splitlines() if log.exists() else []
+
+    return install

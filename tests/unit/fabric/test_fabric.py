@@ -150,6 +150,9 @@ def test_the_bridge_is_found_on_the_pci_bus_before_mlx5_core_made_rdma_devices(t
     root = build(FIXTURES / "hgx-b200-nvswitch-bridge.sysfs", tmp_path)
     expected = ["0000:a9:00.0", "0000:a9:00.1", "0000:a9:00.2", "0000:a9:00.3"]
     assert fab.bridge_functions(str(root)) == expected
+    # What read_rdma has read is not read again: a function it found not to be the bridge stays out unread.
+    assert fab.bridge_functions(str(root), [{"pci_bus_id": "0000:a9:00.0", "nvswitch_mgmt": False}]) == expected[1:]
+    assert fab.fabric_facts(str(root))["nvswitch_bridge"] == expected
     shutil.rmtree(root / "sys" / "class" / "infiniband")
     facts = fab.fabric_facts(str(root))
     assert (facts["summary"], facts["devices"], facts["nvswitch_bridge"]) == ("none", [], expected)

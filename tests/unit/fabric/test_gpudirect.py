@@ -1,46 +1,32 @@
 """nvidia-peermem (GPUDirect RDMA) through gpufleet.stack.gpudirect_rdma on a node's sysfs: the recorded RDMA trees
 of fixtures/, the driver loaded or not, a stand-in modprobe that records its calls."""
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
 
 from .sysfs_tree import build
 
-ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).with_name("fixtures")
 
 
-def gpudirect(root, args, modprobe_rc=0):
-    """gpufleet.stack.gpudirect_rdma with a stand-in modprobe that records its arguments and exits modprobe_rc."""
-    bin_dir = root / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "modprobe").write_text(
-        f'#!/bin/sh\necho "$@" >> {root}/modprobe.calls\n'
-        f'[ {modprobe_rc} = 0 ] || echo "modprobe: FATAL: Module nvidia-peermem not found." >&2\nexit {modprobe_rc}\n'
-    )
-    (bin_dir / "modprobe").chmod(0o755)
-    path = root / "modules-load.d" / "gpufleet-nvidia-peermem.conf"
-    # By default a kernel whose IB core has the peer-memory API (MLNX_OFED's); the inbox one is asked for by name.
-    args = {"kernel": "6.1.0-50-amd64-mofed", **args}
-    (root / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
-        "modules_load_file": str(path), "sysfs_root": str(root), "modules_root": str(FIXTURES / "modules"),
-        **args}}))  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "ansible_collections.gpufleet.stack.plugins.modules.gpudirect_rdma", "args.json"],
-        cwd=root,
-        env=dict(os.environ, PYTHONPATH=str(ROOT / "collections"), PATH=f"{bin_dir}:/usr/bin:/bin"),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    calls = (root / "modprobe.calls").read_text().splitlines() if (root / "modprobe.calls").exists() else []
-    return json.loads(proc.stdout), path, calls
+@pytest.fixture
+def gpudirect(exec_module, fake_modprobe):
+    """call(root, args, modprobe_rc=0) -> (result, modules-load file, modprobe's calls): gpufleet.stack.gpudirect_rdma
+    with a stand-in modprobe; by default on a kernel whose IB core has the peer-memory API (MLNX_OFED's), the inbox
+    one asked for by name."""
+
+    def call(root, args, modprobe_rc=0):
+        calls = fake_modprobe(root, modprobe_rc, "modprobe: FATAL: Module nvidia-peermem not found.")
+        path = root / "modules-load.d" / "gpufleet-nvidia-peermem.conf"
+        args = {"modules_load_file": str(path), "sysfs_root": str(root), "modules_root": str(FIXTURES / "modules"),
+                "kernel": "6.1.0-50-amd64-mofed", **args}  # fmt: skip
+        return exec_module("gpudirect_rdma", args, root, root / "bin"), path, calls()
+
+    return call
 
 
-def test_peermem_is_loaded_at_boot_and_now_where_an_rdma_device_and_the_driver_are(tmp_path):
+def test_peermem_is_loaded_at_boot_and_now_where_an_rdma_device_and_the_driver_are(tmp_path, gpudirect):
     root = build(FIXTURES / "roce-connectx6-show_gids.sysfs", tmp_path)
     (root / "sys/module/nvidia").mkdir(parents=True)
     result, path, calls = gpudirect(root, {"header": "# managed"})
@@ -52,7 +38,7 @@ def test_peermem_is_loaded_at_boot_and_now_where_an_rdma_device_and_the_driver_a
     assert (again["changed"], again["loaded"]) == (False, True) and calls == ["nvidia-peermem"]  # no second modprobe
 
 
-def test_without_the_driver_it_waits_for_the_next_boot(tmp_path):
+def test_without_the_driver_it_waits_for_the_next_boot(tmp_path, gpudirect):
     root = build(FIXTURES / "hwloc-connectx3-ib.sysfs", tmp_path)
     result, path, calls = gpudirect(root, {})
     assert (result["wanted"], result["loaded"], calls) == (True, False, [])
@@ -60,14 +46,14 @@ def test_without_the_driver_it_waits_for_the_next_boot(tmp_path):
     assert path.read_text() == "nvidia-peermem\n"
 
 
-def test_a_peermem_that_will_not_load_fails_with_modprobes_message(tmp_path):
+def test_a_peermem_that_will_not_load_fails_with_modprobes_message(tmp_path, gpudirect):
     root = build(FIXTURES / "hwloc-connectx3-ib.sysfs", tmp_path)
     (root / "sys/module/nvidia").mkdir(parents=True)
     result, _path, _calls = gpudirect(root, {}, modprobe_rc=1)
     assert result["failed"] and "Module nvidia-peermem not found" in result["msg"] and "ib_core" in result["msg"]
 
 
-def test_no_rdma_device_no_peermem_and_our_file_goes(tmp_path):
+def test_no_rdma_device_no_peermem_and_our_file_goes(tmp_path, gpudirect):
     (tmp_path / "sys/module/nvidia").mkdir(parents=True)
     path = tmp_path / "modules-load.d" / "gpufleet-nvidia-peermem.conf"
     path.parent.mkdir()
@@ -79,7 +65,7 @@ def test_no_rdma_device_no_peermem_and_our_file_goes(tmp_path):
     assert (forced["wanted"], calls, path.read_text()) == (True, ["nvidia-peermem"], "nvidia-peermem\n")
 
 
-def test_an_inbox_ib_core_has_no_peer_memory_api_so_no_peermem(tmp_path):
+def test_an_inbox_ib_core_has_no_peer_memory_api_so_no_peermem(tmp_path, gpudirect):
     """Debian's own kernel (its modules.symbols recorded): nvidia-peermem would fail to load (its init returns EINVAL
     without the peer-memory API), so auto does not ask for it and says DMA-BUF is the way; forced, it is written."""
     root = build(FIXTURES / "roce-connectx6-show_gids.sysfs", tmp_path)

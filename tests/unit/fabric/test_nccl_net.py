@@ -4,9 +4,6 @@ run through gpufleet.stack.nccl_conf on a node's sysfs: the RoCE card of fixture
 the real ConnectX-3 InfiniBand HCA, with an H100 beside it."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +12,6 @@ from ansible_collections.gpufleet.stack.plugins.module_utils import _nccl_net as
 
 from .sysfs_tree import build
 
-ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).with_name("fixtures")
 
 
@@ -88,7 +84,7 @@ def test_no_active_port_derives_nothing():
     )
 
 
-def test_the_users_settings_are_checked_against_the_node(roce_node):
+def test_the_users_settings_are_checked_against_the_node(roce_node, nccl_conf):
     _root, devices = roce_node
     assert nn.problems({"NCCL_IB_HCA": "mlx5", "NCCL_SOCKET_IFNAME": "^docker,lo"}, devices, ["ens1f0", "lo"]) == []
     assert nn.problems({"NCCL_IB_HCA": "=mlx5_0:1,mlx5_4", "NCCL_SOCKET_IFNAME": "ib"}, devices, ["ens1f0", "lo"]) == [
@@ -120,21 +116,18 @@ def node(root, gpu=True, peermem=False, route="ens1f0"):
     return root
 
 
-def nccl_conf(root, args):
-    (root / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
-        "path": str(root / "nccl.conf"), "sysfs_root": str(root), "procfs_root": str(root), **args}}))  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "ansible_collections.gpufleet.stack.plugins.modules.nccl_conf", "args.json"],
-        cwd=root,
-        env=dict(os.environ, PYTHONPATH=str(ROOT / "collections")),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return json.loads(proc.stdout)
+@pytest.fixture
+def nccl_conf(exec_module):
+    """call(root, args): gpufleet.stack.nccl_conf on root's /sys and /proc, writing root/nccl.conf."""
+
+    def call(root, args):
+        paths = {"path": str(root / "nccl.conf"), "sysfs_root": str(root), "procfs_root": str(root)}
+        return exec_module("nccl_conf", {**paths, **args}, root)
+
+    return call
 
 
-def test_the_module_merges_the_fabric_with_the_users_settings_which_win(tmp_path):
+def test_the_module_merges_the_fabric_with_the_users_settings_which_win(tmp_path, nccl_conf):
     root = node(build(FIXTURES / "roce-connectx6-show_gids.sysfs", tmp_path), peermem=True)
     result = nccl_conf(root, {"settings": {"NCCL_DEBUG": "WARN", "NCCL_IB_GID_INDEX": "3"}, "header": "# managed"})
     assert result["fabric"] == "roce"
@@ -152,14 +145,14 @@ def test_the_module_merges_the_fabric_with_the_users_settings_which_win(tmp_path
     assert again["changed"] is False
 
 
-def test_an_infiniband_node_without_peermem_gets_no_gdr_level(tmp_path):
+def test_an_infiniband_node_without_peermem_gets_no_gdr_level(tmp_path, nccl_conf):
     root = node(build(FIXTURES / "hwloc-connectx3-ib.sysfs", tmp_path), route="eth0")
     result = nccl_conf(root, {"settings": {}, "socket_ifname": "ib0"})
     assert result["derived"] == {"NCCL_IB_HCA": "=mlx4_0:1", "NCCL_SOCKET_IFNAME": "=ib0"}
     assert result["notes"] == ["nvidia-peermem is not loaded: no GPUDirect RDMA, NCCL_NET_GDR_LEVEL not set"]
 
 
-def test_a_node_without_rdma_keeps_the_users_file_and_an_empty_one_is_removed(tmp_path):
+def test_a_node_without_rdma_keeps_the_users_file_and_an_empty_one_is_removed(tmp_path, nccl_conf):
     root = node(tmp_path)
     result = nccl_conf(root, {"settings": {"NCCL_DEBUG": "WARN"}})
     assert (result["fabric"], result["derived"], (root / "nccl.conf").read_text()) == ("none", {}, "NCCL_DEBUG=WARN\n")
@@ -167,7 +160,7 @@ def test_a_node_without_rdma_keeps_the_users_file_and_an_empty_one_is_removed(tm
     assert not (root / "nccl.conf").exists()
 
 
-def test_a_setting_naming_what_the_node_lacks_is_refused_before_writing(tmp_path):
+def test_a_setting_naming_what_the_node_lacks_is_refused_before_writing(tmp_path, nccl_conf):
     root = node(build(FIXTURES / "roce-connectx6-show_gids.sysfs", tmp_path))
     result = nccl_conf(root, {"settings": {"NCCL_IB_HCA": "=mlx5_3"}})
     assert result["failed"]

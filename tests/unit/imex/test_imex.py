@@ -2,18 +2,13 @@
 facts, the nodes file the same on every node, the channel made now where the driver registered it, else at its
 next load (NVreg_CreateImexChannel0)."""
 
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils import _imex as imex
 
 DOMAIN = "9c6f5af3-53bf-49b5-a436-b66766c413c3.4026"  # a real GB200's (leptonai/gpud#1106)
 MODULE = "ansible_collections.gpufleet.stack.plugins.modules.imex_domain"
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def host(domain, **more):
@@ -61,23 +56,23 @@ def test_the_channels_major_from_proc_devices():
     assert imex.channel_major("Character devices:\n195 nvidia\n") is None
 
 
-def run(tmp_path, **args):
-    defaults = {
-        "nodes_file": str(tmp_path / "etc" / "nodes_config.cfg"),
-        "modprobe_file": str(tmp_path / "etc" / "gpufleet-imex.conf"),
-        "channel": str(tmp_path / "dev" / "channel0"),
-        "procfs_root": str(tmp_path),
-    }
-    path = tmp_path / "args.json"
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {**defaults, **args}}))
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "collections"))
-    out = subprocess.run(
-        [sys.executable, "-m", MODULE, str(path)], env=env, capture_output=True, text=True, check=False
-    )
-    return json.loads(out.stdout)
+@pytest.fixture
+def run(exec_module):
+    """call(tmp_path, **args): gpufleet.stack.imex_domain with its files under tmp_path."""
+
+    def call(tmp_path, **args):
+        defaults = {
+            "nodes_file": str(tmp_path / "etc" / "nodes_config.cfg"),
+            "modprobe_file": str(tmp_path / "etc" / "gpufleet-imex.conf"),
+            "channel": str(tmp_path / "dev" / "channel0"),
+            "procfs_root": str(tmp_path),
+        }
+        return exec_module("imex_domain", {**defaults, **args}, tmp_path)
+
+    return call
 
 
-def test_the_module_writes_the_nodes_and_the_option_and_waits_for_the_driver(tmp_path):
+def test_the_module_writes_the_nodes_and_the_option_and_waits_for_the_driver(tmp_path, run):
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc" / "devices").write_text("Character devices:\n195 nvidia\n")  # no channel device registered
     first = run(tmp_path, nodes=["10.0.0.12", "10.0.0.11"])
@@ -89,7 +84,7 @@ def test_the_module_writes_the_nodes_and_the_option_and_waits_for_the_driver(tmp
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root (CAP_MKNOD)")
-def test_the_channel_is_made_now_where_the_driver_registered_it(tmp_path):
+def test_the_channel_is_made_now_where_the_driver_registered_it(tmp_path, run):
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc" / "devices").write_text("Character devices:\n234 nvidia-caps-imex-channels\n")
     result = run(tmp_path, nodes=["10.0.0.11"])
@@ -101,7 +96,7 @@ def test_the_channel_is_made_now_where_the_driver_registered_it(tmp_path):
     assert run(tmp_path, nodes=["10.0.0.11"])["channel0"] == "present"
 
 
-def test_a_bad_node_is_refused_before_anything_is_written(tmp_path):
+def test_a_bad_node_is_refused_before_anything_is_written(tmp_path, run):
     result = run(tmp_path, nodes=["10.0.0.11", "rm -rf /"])
     assert result["failed"] and result["msg"] == (
         "imex_domain: 'rm -rf /' is not an IP address or host name (nvidia_driver_imex_nodes)"

@@ -1,16 +1,9 @@
 """The limits RDMA needs: the values as the role takes them, the files, and what a running process really holds
 (/proc/PID/limits and CapEff recorded from a sandbox node: a Docker container without CAP_SYS_RESOURCE)."""
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils import _limits as lim
 
-ROOT = Path(__file__).resolve().parents[3]
 # /proc/1/limits of a sandbox node (the lines the module reads, as the kernel aligns them).
 NODE_LIMITS = """Limit                     Soft Limit           Hard Limit           Units
 Max open files            20000                20000                files
@@ -83,48 +76,41 @@ def test_cap_sys_resource_is_read_from_capeff():
     assert lim.has_cap_sys_resource("") is False
 
 
-def node_limits(fake_scontrol, tmp_path, args, show_config=None):
-    """gpufleet.stack.node_limits run as Ansible runs it, with a stand-in scontrol printing a recorded configuration
-    (none: no scontrol on PATH)."""
-    bin_dir = tmp_path / "bin"
-    fake_scontrol(bin_dir, show_config)
-    (tmp_path / "args.json").write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"units": [], **args}}))
-    proc = subprocess.run(
-        [sys.executable, "-m", "ansible_collections.gpufleet.stack.plugins.modules.node_limits", "args.json"],
-        cwd=tmp_path,
-        env=dict(os.environ, PYTHONPATH=str(ROOT / "collections"), PATH=f"{bin_dir}:/usr/bin:/bin"),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return json.loads(proc.stdout)
+@pytest.fixture
+def node_limits(fake_scontrol, exec_module):
+    """call(tmp_path, args, show_config=None): gpufleet.stack.node_limits run as Ansible runs it, with a stand-in
+    scontrol printing a recorded configuration (none: no scontrol on PATH)."""
+
+    def call(tmp_path, args, show_config=None):
+        fake_scontrol(tmp_path / "bin", show_config)
+        return exec_module("node_limits", {"units": [], **args}, tmp_path, tmp_path / "bin")
+
+    return call
 
 
-def test_the_module_writes_the_limits_file_once(fake_scontrol, tmp_path):
+def test_the_module_writes_the_limits_file_once(node_limits, tmp_path):
     path = tmp_path / "limits.d" / "90-gpufleet-rdma.conf"
     args = {"limits_file": str(path), "memlock": "unlimited", "nofile": 1048576}
-    first = node_limits(fake_scontrol, tmp_path, args, "show-config-cgroup-memlock.txt")
+    first = node_limits(tmp_path, args, "show-config-cgroup-memlock.txt")
     assert (first["changed"], first["slurm"]) == (True, "ok")
     assert path.read_text() == lim.limits_conf(None, 1048576)
     assert oct(path.stat().st_mode & 0o777) == "0o644"
-    assert node_limits(fake_scontrol, tmp_path, args, "show-config-cgroup-memlock.txt")["changed"] is False
-    assert node_limits(fake_scontrol, tmp_path, args)["slurm"] == "no scontrol"
+    assert node_limits(tmp_path, args, "show-config-cgroup-memlock.txt")["changed"] is False
+    assert node_limits(tmp_path, args)["slurm"] == "no scontrol"
 
 
-def test_the_module_refuses_a_cluster_that_propagates_memlock_before_writing(fake_scontrol, tmp_path):
+def test_the_module_refuses_a_cluster_that_propagates_memlock_before_writing(node_limits, tmp_path):
     path = tmp_path / "90-gpufleet-rdma.conf"
-    result = node_limits(fake_scontrol, tmp_path, {"limits_file": str(path)}, "show-config-default.txt")
+    result = node_limits(tmp_path, {"limits_file": str(path)}, "show-config-default.txt")
     assert result["failed"] and "PropagateResourceLimitsExcept=MEMLOCK" in result["msg"]
     assert "rdma_slurm_check: false" in result["msg"]
     assert not path.exists()
-    skipped = node_limits(
-        fake_scontrol, tmp_path, {"limits_file": str(path), "slurm_check": False}, "show-config-default.txt"
-    )
+    skipped = node_limits(tmp_path, {"limits_file": str(path), "slurm_check": False}, "show-config-default.txt")
     assert (skipped["changed"], skipped["slurm"]) == (True, "not checked")
 
 
-def test_the_module_names_a_value_outside_the_domain(fake_scontrol, tmp_path):
-    result = node_limits(fake_scontrol, tmp_path, {"limits_file": str(tmp_path / "x.conf"), "memlock": "64k"})
+def test_the_module_names_a_value_outside_the_domain(node_limits, tmp_path):
+    result = node_limits(tmp_path, {"limits_file": str(tmp_path / "x.conf"), "memlock": "64k"})
     assert result["failed"] and result["msg"] == (
         "node_limits: memlock is '64k': write unlimited, or the limit in KiB as a whole number such as 65536"
     )
