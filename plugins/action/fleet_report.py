@@ -10,8 +10,11 @@ import os
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.stack.plugins.module_utils._report import build_rows, summary
-from ansible_collections.gpufleet.stack.plugins.module_utils._report_render import render_html, render_markdown
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.report import build_rows, summary
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.report_render import (
+    render_html,
+    render_markdown,
+)
 
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},

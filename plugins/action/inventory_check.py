@@ -17,18 +17,17 @@ import os
 import yaml
 from ansible.errors import AnsibleActionFail, AnsibleError, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.stack.plugins.action.stack_assert import (
+from ansible_collections.gpufleet.stack.plugins.module_utils._common import schema as sc
+from ansible_collections.gpufleet.stack.plugins.module_utils._compat import engine
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import inventory as inv
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.data_files import (
     AGE_VAR,
     EXTRA_VAR,
+    DataError,
     matrix_data,
     max_age_days,
     read_yaml,
 )
-from ansible_collections.gpufleet.stack.plugins.module_utils import _inventory as inv
-from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
-from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
-from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_inputs as si
-from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_fw as rules
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 SCHEMA_FILE = os.path.join(ROOT, "data", "inventory_schema.yml")
@@ -95,18 +94,18 @@ def matrix_problems(groups):
     data = matrix_data()
     for (stack, extra, strict, max_age), hosts in groups.values():
         try:
-            matrix = mx.build(data, extra)
-        except mx.MatrixError as err:
+            matrix = engine.build_matrix(data, extra)
+        except engine.MatrixError as err:
             for host in hosts:
                 problems.setdefault(host, []).append(f"{EXTRA_VAR}: {err}")
             continue
         try:
-            checks = rules.evaluate(matrix, si.from_versions(stack), max_age=max_age_days(None, max_age))
-        except si.InputError as err:
+            checks = engine.evaluate(matrix, engine.from_versions(stack), max_age=max_age_days(None, max_age))
+        except engine.InputError as err:
             for host in hosts:
                 problems.setdefault(host, []).append(f"gpufleet_stack: {err}")
             continue
-        ok, message = rules.verdict(checks, strict=strict, what="gpufleet_stack")
+        ok, message = engine.verdict(checks, strict=strict, what="gpufleet_stack")
         for host in hosts if not ok else []:
             problems.setdefault(host, []).append(message.replace("\n- ", "\n    - "))
         for check in checks if ok else []:
@@ -157,7 +156,10 @@ class ActionModule(ActionBase):
                 age = values.get(AGE_VAR)
                 stacks[host] = (values["gpufleet_stack"], values.get(EXTRA_VAR) or [], strict, age)
         groups = inv.distinct(stacks)
-        found, warnings = matrix_problems(groups)
+        try:
+            found, warnings = matrix_problems(groups)
+        except DataError as err:
+            raise AnsibleActionFail(str(err)) from err
         for host, more in found.items():
             problems[host] += more
         result.update(changed=False, hosts=len(hosts), stacks=len(groups))

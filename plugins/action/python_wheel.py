@@ -16,7 +16,7 @@ import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.stack.plugins.module_utils import _wheel as wh
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import wheel as wh
 
 ARGUMENT_SPEC = {
     "name": {"type": "str", "required": True},

@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugin: take or give back the run lock of playbooks/upgrade.yml on the controller (module_utils/_runlock)."""
+"""Action plugin: take or give back the run lock of playbooks/upgrade.yml on the controller (_controller/runlock)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.stack.plugins.module_utils import _runlock
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import runlock
 
 ARGUMENT_SPEC = {
     "state": {"type": "str", "choices": ["held", "released"], "default": "held"},
@@ -77,7 +77,7 @@ class ActionModule(ActionBase):
                 for name, record in records:  # a killed run's record on this controller: nobody holds its hosts
                     if record.get("controller") == here and not _pid_exists(record.get("pid")):
                         os.unlink(os.path.join(directory, name))
-                held = _runlock.holders(
+                held = runlock.holders(
                     [r for _n, r in records],
                     args["hosts"],
                     here=here,
@@ -88,7 +88,7 @@ class ActionModule(ActionBase):
                 if held:
                     raise AnsibleActionFail(
                         "another upgrade is running on these hosts: "
-                        + "; ".join(_runlock.describe(r, common, now) for r, common in held)
+                        + "; ".join(runlock.describe(r, common, now) for r, common in held)
                         + f". Wait for it, or limit this run to other hosts (--limit); a run that was killed on "
                         f"another controller stops holding them after {args['max_age']} s (records in {directory})"
                     )

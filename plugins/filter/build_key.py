@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The wheel cache key of a build done on a node (module_utils/_wheel.py build_key), as a filter."""
+"""The wheel cache key of a build done on a node (module_utils/_controller/wheel.py build_key), as a filter."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufleet.stack.plugins.module_utils._wheel import WheelError, build_key
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.wheel import WheelError, build_key
 
 
 def build_key_filter(inputs, python, machine, patch="", against=None):

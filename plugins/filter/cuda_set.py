@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The cuda_toolkit role's decisions (module_utils/_cuda_set.py), as a filter."""
+"""The cuda_toolkit role's decisions (module_utils/_controller/cuda_set.py), as a filter."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._cuda_set import cuda_set
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.cuda_set import cuda_set
 
 
 class FilterModule:

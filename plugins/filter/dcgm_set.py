@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""DCGM's package set for the nvidia_packages engine (module_utils/_dcgm_set.py), as a filter."""
+"""DCGM's package set for the nvidia_packages engine (module_utils/_controller/dcgm_set.py), as a filter."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufleet.stack.plugins.module_utils._dcgm_set import DcgmSetError, dcgm_set
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.dcgm_set import DcgmSetError, dcgm_set
 
 
 def dcgm_set_filter(version, driver="", cuda="", gpus=()):

@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node_drain role's record of a drain (module_utils/_drain.py), as a filter."""
+"""The node_drain role's record of a drain (module_utils/_controller/drain.py), as a filter."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._drain import drain_record
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.drain import drain_record
 
 
 class FilterModule:

@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The driver's package set for the nvidia_packages engine (module_utils/_driver_set.py), as a filter."""
+"""The driver's package set for the nvidia_packages engine (module_utils/_controller/driver_set.py), as a filter."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._driver_set import driver_set
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.driver_set import driver_set
 
 
 class FilterModule:

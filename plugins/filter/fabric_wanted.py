@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Which NVLink fabric parts a node gets (module_utils/_driver_set.py), as a filter."""
+"""Which NVLink fabric parts a node gets (module_utils/_controller/driver_set.py), as a filter."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._driver_set import fabric_wanted
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.driver_set import fabric_wanted
 
 
 class FilterModule:

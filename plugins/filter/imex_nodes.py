@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The hosts of one multi-node NVLink domain, IMEX's nodes (module_utils/_imex.py), as a filter."""
+"""The hosts of one multi-node NVLink domain, IMEX's nodes (module_utils/_controller/imex_nodes.py), as a filter."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._imex import domain_nodes
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.imex_nodes import domain_nodes
 
 
 class FilterModule:

@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Where a rolling upgrade stands before a batch (module_utils/_rollout.py), as a filter."""
+"""Where a rolling upgrade stands before a batch (module_utils/_controller/rollout.py), as a filter."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ _value:
   type: str
 """
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._rollout import progress
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.rollout import progress
 
 
 class FilterModule:

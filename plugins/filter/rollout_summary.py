@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A rolling upgrade's hosts by outcome (module_utils/_rollout.py), as a filter."""
+"""A rolling upgrade's hosts by outcome (module_utils/_controller/rollout.py), as a filter."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ _value:
   elements: str
 """
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._rollout import summary
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.rollout import summary
 
 
 class FilterModule:

@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The upgrade playbook's record of a host's outcome (module_utils/_upgrade.py), as filters."""
+"""The upgrade playbook's record of a host's outcome (module_utils/_controller/upgrade.py), as filters."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._upgrade import failure
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.upgrade import failure
 
 
 class FilterModule:

@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The upgrade playbook's one-word outcome of a host (module_utils/_upgrade.py), as a filter."""
+"""The upgrade playbook's one-word outcome of a host (module_utils/_controller/upgrade.py), as a filter."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ _value:
   type: str
 """
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._upgrade import outcome
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.upgrade import outcome
 
 
 class FilterModule:

@@ -1,6 +1,6 @@
 # Copyright: gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Groups from the cached GPU facts of playbooks/facts.yml, computed in Python (module_utils/_gpu_groups.py)."""
+"""Groups from the cached GPU facts of playbooks/facts.yml, computed in Python (_controller/gpu_groups.py)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ import json
 from ansible import constants as C
 from ansible.plugins.inventory import BaseInventoryPlugin
 from ansible.plugins.loader import cache_loader
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_groups import groups_for
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.gpu_groups import groups_for
 
 TAGGED = '"__ansible_type"'  # how Ansible's cache persistence marks a tagged value (vaulted, dated, ...)
 

@@ -108,7 +108,8 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import (
+from ansible_collections.gpufleet.stack.plugins.module_utils._common.schema import secrets
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.apt.repo import (
     AUTH_DIR,
     RepoError,
     check_name,
@@ -120,7 +121,6 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import (
     host_arch,
     split_auth,
 )
-from ansible_collections.gpufleet.stack.plugins.module_utils._schema import secrets
 
 INDEX = "/var/cache/apt/pkgcache.bin"
 SOURCES = "/etc/apt/sources.list.d"

@@ -84,7 +84,7 @@ source:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import ensure_source
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.apt.repo import ensure_source
 
 
 def main():

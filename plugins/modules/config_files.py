@@ -83,7 +83,7 @@ changed_files:
 
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import (
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.atomic import (
     TargetError,
     check_dest,
     check_owner,

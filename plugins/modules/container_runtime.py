@@ -128,8 +128,8 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
-from ansible_collections.gpufleet.stack.plugins.module_utils._dev_char import UDEV_RULE, ensure_links
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.atomic import read, write
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.dev_char import UDEV_RULE, ensure_links
 
 
 def cdi_decision(cdi, driver_paths, present):

@@ -83,8 +83,8 @@ import stat
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _dataset_cache as dc
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import dataset_cache as dc
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.atomic import read, write
 
 UNIT_DIR = "/etc/systemd/system"
 

@@ -100,7 +100,7 @@ build_log:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import (
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.kernels import (
     dkms_plan,
     headers_present,
     installed_kernels,
@@ -119,7 +119,7 @@ def registered(root, names, version):
 
 
 def kernel_modules(root, kernel, name):
-    """Paths of NAME.ko (compressed or not) under /lib/modules/<kernel>; the NVIDIA driver's through _kernels."""
+    """Paths of NAME.ko (compressed or not) under /lib/modules/<kernel>; the NVIDIA driver's through _node/kernels."""
     if name.startswith("nvidia"):
         return [p for p in nvidia_modules(root, kernel) if os.path.basename(p).split(".ko")[0] == name]
     found = []

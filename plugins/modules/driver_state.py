@@ -146,10 +146,10 @@ import os
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import probe_library, simulated_host
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_kernel_module
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_readers import modinfo_reader
-from ansible_collections.gpufleet.stack.plugins.module_utils._kernels import (
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.gather import probe_library, simulated_host
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.host import read_kernel_module
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.readers import modinfo_reader
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.kernels import (
     installed_kernels,
     kernel_packages,
     kernel_report,

@@ -51,7 +51,7 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _disk
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import disk
 
 
 def statvfs(path):
@@ -62,13 +62,13 @@ def statvfs(path):
 def main():
     module = AnsibleModule(argument_spec={"needs": {"type": "dict"}}, supports_check_mode=True)
     given = module.params["needs"]
-    needs = dict(_disk.DEFAULT_NEEDS) if given is None else {}
+    needs = dict(disk.DEFAULT_NEEDS) if given is None else {}
     for directory, mib in (given or {}).items():
         # ASCII digits only, as the inventory schema reads numbers (str.isdigit also takes "١٢٠").
         if not str(directory).startswith("/") or not re.fullmatch(r"[0-9]+", str(mib)):
             module.fail_json(msg=f"needs: {directory}: {mib} is not an absolute directory and a whole number of MiB")
-        needs[directory] = (int(mib), _disk.DEFAULT_NEEDS.get(directory, (0, "the install"))[1])
-    problems, figures = _disk.shortfalls(needs, statvfs, os.path.isdir)
+        needs[directory] = (int(mib), disk.DEFAULT_NEEDS.get(directory, (0, "the install"))[1])
+    problems, figures = disk.shortfalls(needs, statvfs, os.path.isdir)
     if problems:
         module.fail_json(
             msg="not enough free space for the install, nothing was changed: "

@@ -79,9 +79,9 @@ import glob
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read
-from ansible_collections.gpufleet.stack.plugins.module_utils._dev_char import char_major, make_node
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_kernel_module
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.atomic import read
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.dev_char import char_major, make_node
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.host import read_kernel_module
 
 
 def loaded(sysfs_root, name):

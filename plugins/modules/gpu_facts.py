@@ -204,11 +204,11 @@ ansible_facts:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._contain import contained
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_readers import kernel_log_reader, modinfo_reader
-from ansible_collections.gpufleet.stack.plugins.module_utils._stack_gather import gather as gather_installed
-from ansible_collections.gpufleet.stack.plugins.module_utils._stack_gather import scanner_for
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.contain import contained
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.gather import gather
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.readers import kernel_log_reader, modinfo_reader
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.stack.gather import gather as gather_installed
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.stack.gather import scanner_for
 
 
 def main():

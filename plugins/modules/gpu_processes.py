@@ -73,8 +73,8 @@ driver_state:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _slurm as sl
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.gather import gather
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.slurm import scontrol as sl
 
 
 def main():

@@ -129,7 +129,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _validate as va
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import validate as va
 
 
 def run(module, argv, env=None):

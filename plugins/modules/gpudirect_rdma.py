@@ -103,8 +103,8 @@ reason:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
-from ansible_collections.gpufleet.stack.plugins.module_utils._fabric import (
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.atomic import read, write
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.fabric.devices import (
     PEER_MEMORY_SYMBOL,
     kernel_rdma_api,
     network_devices,

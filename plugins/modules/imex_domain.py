@@ -87,9 +87,9 @@ channel0:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _imex as imex
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
-from ansible_collections.gpufleet.stack.plugins.module_utils._dev_char import make_node
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.atomic import read, write
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.dev_char import make_node
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.fabric import imex
 
 
 def main():

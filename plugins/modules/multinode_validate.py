@@ -111,8 +111,8 @@ gpufleet_multinode:
 import shlex
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _multinode as mn
-from ansible_collections.gpufleet.stack.plugins.module_utils._validate import overall
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.fabric import multinode as mn
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.validate import overall
 
 CHECKS = ["allreduce", "rdma_bw"]
 # Each node's RDMA devices, less an NVLink 5 baseboard's NVSwitch bridge (its VPD says SW_MNG, as NVIDIA's driver

@@ -98,10 +98,10 @@ fabric:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _fabric as fab
-from ansible_collections.gpufleet.stack.plugins.module_utils import _nccl_net as nn
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_pci_devices, read_text
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.atomic import read, write
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.fabric import devices as fab
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.fabric import nccl as nn
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.host import read_pci_devices, read_text
 
 
 def default_route_interface(procfs_root):

@@ -108,10 +108,10 @@ held:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _limits as lim
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_text
-from ansible_collections.gpufleet.stack.plugins.module_utils._slurm_conf import memlock_problem, show_config
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import limits as lim
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.atomic import read, write
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.host import read_text
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.slurm.conf import memlock_problem, show_config
 
 
 def installed_units(module, units):

@@ -198,8 +198,8 @@ failed_packages:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_plan as ap
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import write
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.apt import plan as ap
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.atomic import write
 
 PIN_DIR = "/etc/apt/preferences.d"
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}

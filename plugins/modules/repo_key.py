@@ -83,14 +83,14 @@ dest:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import (
+from ansible_collections.gpufleet.stack.plugins.module_utils._common.schema import secrets
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.apt.repo import (
     RepoError,
     check_url,
     ensure_key,
     fetch_key,
 )
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import TargetError, check_dest, parse_mode
-from ansible_collections.gpufleet.stack.plugins.module_utils._schema import secrets
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.atomic import TargetError, check_dest, parse_mode
 
 
 def main():

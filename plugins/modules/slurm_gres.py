@@ -117,12 +117,12 @@ cgroup:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _slurm_gres as sg
-from ansible_collections.gpufleet.stack.plugins.module_utils._atomic import read, write
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_health import pci_key
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_text
-from ansible_collections.gpufleet.stack.plugins.module_utils._slurm_conf import (
+from ansible_collections.gpufleet.stack.plugins.module_utils._common.xid import pci_key
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.atomic import read, write
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.gather import gather
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.host import read_text
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.slurm import gres as sg
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.slurm.conf import (
     device_constraint_problem,
     merge_keys,
     show_config,

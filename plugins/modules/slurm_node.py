@@ -144,7 +144,7 @@ problems:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _slurm as sl
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.slurm import scontrol as sl
 
 
 class Slurm:

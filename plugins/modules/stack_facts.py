@@ -108,8 +108,8 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._contain import contained
-from ansible_collections.gpufleet.stack.plugins.module_utils._stack_gather import gather, scanner_for
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.contain import contained
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.stack.gather import gather, scanner_for
 
 
 def main():

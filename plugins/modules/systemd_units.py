@@ -87,7 +87,7 @@ dev_char_links:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._dev_char import ensure_links
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.dev_char import ensure_links
 
 
 def read_states(module, systemctl, units):

@@ -144,10 +144,10 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils import _gate
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_gather import gather
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import read_kernel_module, read_text
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_readers import kernel_log_reader, modinfo_reader
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import gate as gate_rules
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.gather import gather
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.host import read_kernel_module, read_text
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.readers import kernel_log_reader, modinfo_reader
 
 
 def fabricmanager(module, unit, log_path):
@@ -159,7 +159,7 @@ def fabricmanager(module, unit, log_path):
     if journalctl:
         rc, out, _err = module.run_command([journalctl, "-u", unit, "-o", "cat", "--no-pager", "-n", "500"])
         lines = out.splitlines() if rc == 0 else []
-    if not _gate.fm_configured(lines):
+    if not gate_rules.fm_configured(lines):
         lines = (read_text(log_path) or "").splitlines()[-500:]
     return active, lines
 
@@ -187,7 +187,7 @@ def look(module, p):
     if facts.get("fabricmanager_required"):
         fm_active, fm_lines = fabricmanager(module, p["fabricmanager_unit"], p["fabricmanager_log"])
     imex = facts.get("imex_required")
-    gates = _gate.evaluate(
+    gates = gate_rules.evaluate(
         facts,
         target=p["driver_version"],
         expected_gpus=p["expected_gpus"] or None,
@@ -237,10 +237,10 @@ def main():
         )
     started = time.monotonic()
     facts, gates = look(module, p)
-    while _gate.first_failure(gates) and time.monotonic() - started < p["timeout"]:
+    while gate_rules.first_failure(gates) and time.monotonic() - started < p["timeout"]:
         time.sleep(p["poll_interval"])
         facts, gates = look(module, p)
-    failure = _gate.first_failure(gates)
+    failure = gate_rules.first_failure(gates)
     result = {
         "changed": False,
         "gates": gates,

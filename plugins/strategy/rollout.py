@@ -23,7 +23,7 @@ author:
 """
 
 from ansible.plugins.strategy.linear import StrategyModule as LinearStrategyModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._rollout import unreachable_as_failed
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.rollout import unreachable_as_failed
 
 
 class StrategyModule(LinearStrategyModule):

@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "collections"))
-from ansible_collections.gpufleet.stack.plugins.module_utils._driver_set import driver_set
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.driver_set import driver_set
 
 BIN = Path(sys.executable).parent
 NODE, FLEET = "enginetest-1", "enginetest"

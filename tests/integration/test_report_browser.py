@@ -4,8 +4,8 @@ import shutil
 import subprocess
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _report
-from ansible_collections.gpufleet.stack.plugins.module_utils import _report_render as render
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import report
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import report_render as render
 
 CHROMIUM = shutil.which("chromium")
 PDFTOTEXT = shutil.which("pdftotext")
@@ -83,7 +83,7 @@ def shown_text(page, tmp_path, fragment=""):
 
 
 def test_report_shows_counts_and_the_worst_host_first(tmp_path):
-    rows = _report.build_rows(FLEET)
+    rows = report.build_rows(FLEET)
     text = shown_text(render.render_html(rows, "2026-12-01 08:00 UTC"), tmp_path)
     assert "GPU fleet report" in text
     assert "Hosts: 3 OK: 0 Critical: 1 Warning: 0 Drifted: 2" in text
@@ -104,7 +104,7 @@ def test_report_shows_counts_and_the_worst_host_first(tmp_path):
 
 def test_filters_in_the_page_need_no_server(tmp_path):
     """The filters live in the URL's fragment, so a filtered view is a link; the page's script applies it."""
-    page = render.render_html(_report.build_rows(FLEET), "2026-12-01 08:00 UTC")
+    page = render.render_html(report.build_rows(FLEET), "2026-12-01 08:00 UTC")
     critical = shown_text(page, tmp_path, "#health=critical")
     assert "gpu-hot" in critical and "gpu-old" not in critical and "gpu-new" not in critical
     drifted = shown_text(page, tmp_path, "#drift=driver")

@@ -1,7 +1,7 @@
-"""The cuda_toolkit role's decisions (module_utils/_cuda_set.py): toolkits, the engine's arguments, the links and
+"""The cuda_toolkit role's decisions (_controller/cuda_set.py): toolkits, the engine's arguments, the links and
 the toolkits no longer listed, on the forms users write and dpkg's real output."""
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._cuda_set import cuda_set
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.cuda_set import cuda_set
 
 DPKG = [
     "cuda-toolkit-12-4|12.4.1-1|hold ok installed",

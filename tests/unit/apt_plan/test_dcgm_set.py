@@ -1,9 +1,9 @@
-"""DCGM's package set (module_utils/_dcgm_set.py): the CUDA build the driver's branch and the GPUs call for, DCGM 3
+"""DCGM's package set (_controller/dcgm_set.py): the CUDA build the driver's branch and the GPUs call for, DCGM 3
 and the other builds removed, and the engine's plan on recorded apt-cache madison and dpkg-query output."""
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_plan as ap
-from ansible_collections.gpufleet.stack.plugins.module_utils._dcgm_set import DcgmSetError, dcgm_set
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.dcgm_set import DcgmSetError, dcgm_set
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.apt import plan as ap
 
 URL = "http://127.0.0.1:8790/compute/cuda/repos/debian12/x86_64  Packages"
 MADISON = (

@@ -1,10 +1,10 @@
-"""The driver's package set (module_utils/_driver_set.py): compute-only by default, Fabric Manager and companions
+"""The driver's package set (_controller/driver_set.py): compute-only by default, Fabric Manager and companions
 named as the branch names them, the other flavour and NVIDIA's pinning packages removed, Debian's set for distro."""
 
 import fnmatch
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils._driver_set import driver_set, fabric_wanted
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.driver_set import driver_set, fabric_wanted
 
 
 def test_compute_only_open_570_with_fabric_manager():

@@ -1,8 +1,8 @@
-"""apt's words when the package manager's lock is held (module_utils/_apt_plan.lock_holder), as apt 2.6 prints them
+"""apt's words when the package manager's lock is held (module_utils/_node/apt/plan.lock_holder), as apt 2.6 prints them
 (recorded in a Debian 12 node while another process held /var/lib/dpkg/lock-frontend)."""
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_plan as ap
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.apt import plan as ap
 
 WAITED = (
     "Waiting for cache lock: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 7 (python3)...\n"

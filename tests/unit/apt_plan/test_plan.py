@@ -1,4 +1,4 @@
-"""The package engine's decisions (module_utils/_apt_plan.py) on recorded apt-cache and dpkg output.
+"""The package engine's decisions (module_utils/_node/apt/plan.py) on recorded apt-cache and dpkg output.
 
 madison-debian-nonfree.txt is `apt-cache madison` against Debian's real bookworm and trixie archives (all components);
 madison-mirror-debian12.txt and dpkg-*.txt were recorded on a sandbox node against sandbox/mirror.
@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_plan as ap
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.apt import plan as ap
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -1,11 +1,11 @@
-"""Finding and disabling other definitions of a repository (module_utils/_apt_sources.py).
+"""Finding and disabling other definitions of a repository (module_utils/_node/apt/sources.py).
 
 The texts are as NVIDIA's installers write them: cuda-keyring's list file, the Container Toolkit guide's list
 file, and the collection's own deb822 file.
 """
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _apt_sources as src
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.apt import sources as src
 
 CUDA = "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
 KEYRING_LIST = f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {CUDA} /\n"
@@ -113,7 +113,7 @@ def test_credentials_go_to_apt_auth_conf_never_the_source():
     ],
 )
 def test_a_url_or_name_that_would_write_a_broken_file_is_refused(field, value, expected):
-    from ansible_collections.gpufleet.stack.plugins.module_utils._apt_repo import RepoError
+    from ansible_collections.gpufleet.stack.plugins.module_utils._node.apt.repo import RepoError
     from ansible_collections.gpufleet.stack.plugins.modules.apt_repositories import definition
 
     repo = {"name": "nvidia-cuda", "url": "https://m.example.org/k.asc", "fingerprint": "EB69", "repo_url": CUDA}

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _dataset_cache as dc
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import dataset_cache as dc
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # systemd-escape --path --suffix=mount (systemd 252, Debian 12), recorded.
@@ -121,7 +121,7 @@ def test_units():
         ({"path": "/scratch", "type": "device", "device": "/dev/vdb", "size": "1g"}, "takes the whole device"),
         ({"path": "/scratch", "type": "nfs"}, "use tmpfs (RAM) or device"),
         ({"path": "/scratch", "size": "1g", "options": ["a b"]}, "give mount options as a list"),
-        # The node refuses what the controller's schema refuses (module_utils/_schema.py), for a role run alone.
+        # The node refuses what the controller's schema refuses (module_utils/_common/schema.py), for a role run alone.
         ({"path": "/etc", "size": "1g"}, "/etc itself holds other programs' files"),
         ({"path": "/etc/ssl", "size": "1g"}, "a mount there would hide the system's own files"),
         ({"path": "/usr/share/data", "size": "1g"}, "the package manager's own tree"),

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _fabric as fab
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.fabric import devices as fab
 
 from .sysfs_tree import build
 

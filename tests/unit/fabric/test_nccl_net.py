@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _fabric as fab
-from ansible_collections.gpufleet.stack.plugins.module_utils import _nccl_net as nn
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.fabric import devices as fab
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.fabric import nccl as nn
 
 from .sysfs_tree import build
 

@@ -1,7 +1,7 @@
-"""The readiness gate's rules (module_utils/_gate): each failure an upgraded node must not be resumed with, on
+"""The readiness gate's rules (module_utils/_node/gate): each failure an upgraded node must not be resumed with, on
 facts shaped as gpu_facts returns them."""
 
-from ansible_collections.gpufleet.stack.plugins.module_utils import _gate as g
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import gate as g
 
 SPEC_OLD = "  - --host-driver-version=570.133.20\n  - containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.570.133.20\n"
 SPEC_NEW = SPEC_OLD.replace("570.133.20", "570.172.08")

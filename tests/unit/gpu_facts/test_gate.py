@@ -1,4 +1,4 @@
-"""The readiness gate (module_utils/_gate), and gpufleet.stack.upgrade_gate run under the NVML simulator on the
+"""The readiness gate (module_utils/_node/gate), and gpufleet.stack.upgrade_gate run under the NVML simulator on the
 profiles of the failures it must catch: a GPU missing from NVML, a fabric still training, persistence off, a CDI
 spec for the old driver."""
 

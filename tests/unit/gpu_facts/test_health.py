@@ -3,8 +3,9 @@
 import copy
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_health as health
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_host import kernel_log_xid_lines
+from ansible_collections.gpufleet.stack.plugins.module_utils._common import xid
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import findings as health
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.host import kernel_log_xid_lines
 
 from .conftest import fixture_json, fixture_text
 
@@ -111,8 +112,8 @@ def test_xid_findings_attributed_by_pci_address(hot):
 
 
 def test_pci_key_normalises_domain_width():
-    assert health.pci_key("00000000:3B:00.0") == health.pci_key("0000:3b:00") == (0, 0x3B, 0)
-    assert health.pci_key("garbage") is None
+    assert xid.pci_key("00000000:3B:00.0") == xid.pci_key("0000:3b:00") == (0, 0x3B, 0)
+    assert xid.pci_key("garbage") is None
 
 
 def test_host_findings():

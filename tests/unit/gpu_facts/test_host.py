@@ -1,7 +1,7 @@
 """Host-side parsing and the decisions that keep nvmlInit away from hosts without a loaded driver."""
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_host as host
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import host
 
 from .conftest import fixture_text
 

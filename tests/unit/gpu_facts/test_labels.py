@@ -1,8 +1,8 @@
 """GPU Feature Discovery label names and value rules."""
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_labels as labels
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_names import (
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import labels
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.names import (
     mig_profile_from_name,
     throttle_reason_names,
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pynvml
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_gather
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import gather
 from ansible_collections.gpufleet.stack.plugins.modules import gpu_facts
 
 from .conftest import fixture_text
@@ -70,8 +70,8 @@ def roots(fake_root):
 
 def test_not_installed(capsys, monkeypatch, roots, tmp_path):
     monkeypatch.setenv("GPUFLEET_NVML_SIM_PROFILE", str(tmp_path / "absent.json"))
-    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: NO_LIB)
-    monkeypatch.setattr(_gpu_gather, "_import_pynvml", Forbidden)
+    monkeypatch.setattr(gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(gather, "_import_pynvml", Forbidden)
     rc, result = run_main(capsys, roots)
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert rc == 0
@@ -85,8 +85,8 @@ def test_sandbox_gpus_without_a_driver_show_their_pci_functions(capsys, monkeypa
     monkeypatch.setenv(
         "GPUFLEET_NVML_SIM_PROFILE", str(ROOT / "sandbox/nvml-sim/profiles/a100-sxm4-40gb-x8-nvswitch.json")
     )
-    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: NO_LIB)
-    monkeypatch.setattr(_gpu_gather, "_import_pynvml", Forbidden)
+    monkeypatch.setattr(gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(gather, "_import_pynvml", Forbidden)
     facts = run_main(capsys, roots)[1]["ansible_facts"]["gpufleet_gpu"]
     assert (facts["driver_state"], facts["gpu_count"], facts["simulated"]) == ("not_installed", 0, True)
     assert facts["nvswitch_present"] and facts["fabricmanager_required"]
@@ -98,8 +98,8 @@ def test_sandbox_gpus_without_a_driver_show_their_pci_functions(capsys, monkeypa
 def test_library_without_module_never_initialises(capsys, monkeypatch, roots, fake_root):
     fake_root.pci("0000:07:00.0", "0x20b0", "0x030200")
     fake_root.pci("0000:c1:00.0", "0x1af1", "0x068000")
-    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
-    monkeypatch.setattr(_gpu_gather, "_import_pynvml", Forbidden)
+    monkeypatch.setattr(gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(gather, "_import_pynvml", Forbidden)
     result = run_main(capsys, {**roots, "_ansible_check_mode": True})[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert facts["driver_state"] == "not_loaded"
@@ -114,8 +114,8 @@ def test_library_without_module_never_initialises(capsys, monkeypatch, roots, fa
 def test_missing_pynvml_gives_facts(capsys, monkeypatch, roots, fake_root):
     fake_root.module("nvidia")
     fake_root.write("proc/driver/nvidia/version", fixture_text("proc-version-open-570.txt"))
-    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
-    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: (None, None))
+    monkeypatch.setattr(gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(gather, "_import_pynvml", lambda: (None, None))
     rc, result = run_main(capsys, roots)
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert rc == 0
@@ -134,8 +134,8 @@ def test_the_collections_bindings_come_first_and_say_their_version(tmp_path):
     (tmp_path / "pynvml.py").write_text("FROM = 'collection'\n")
     code = (
         "import json\n"
-        "from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_gather\n"
-        f"nvml, bindings = _gpu_gather._import_pynvml({str(tmp_path)!r})\n"
+        "from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import gather\n"
+        f"nvml, bindings = gather._import_pynvml({str(tmp_path)!r})\n"
         "print(json.dumps([nvml.FROM, bindings]))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "collections"))
@@ -147,8 +147,8 @@ def test_the_collections_bindings_come_first_and_say_their_version(tmp_path):
 def test_unsupported_queries_are_null(capsys, monkeypatch, roots, fake_root):
     fake_root.module("nvidia")
     fake = Unsupported(count=2)
-    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
-    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: (fake, {"path": "fake", "version": None}))
+    monkeypatch.setattr(gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(gather, "_import_pynvml", lambda: (fake, {"path": "fake", "version": None}))
     result = run_main(capsys, roots)[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert (facts["driver_state"], facts["driver_version"], facts["cuda_driver_version"]) == (
@@ -187,9 +187,9 @@ def test_init_mismatch_from_nvml(capsys, monkeypatch, roots, fake_root):
 
     fake = Mismatch()
     monkeypatch.setattr(
-        _gpu_gather, "probe_library", lambda: {**REAL_LIB, "path": "/opt/libnvidia-ml.so.1", "version": None}
+        gather, "probe_library", lambda: {**REAL_LIB, "path": "/opt/libnvidia-ml.so.1", "version": None}
     )
-    monkeypatch.setattr(_gpu_gather, "_import_pynvml", lambda: (fake, {"path": "fake", "version": None}))
+    monkeypatch.setattr(gather, "_import_pynvml", lambda: (fake, {"path": "fake", "version": None}))
     result = run_main(capsys, roots)[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
     assert facts["driver_state"] == "mismatch"
@@ -199,7 +199,7 @@ def test_init_mismatch_from_nvml(capsys, monkeypatch, roots, fake_root):
 
 
 def test_kernel_log_unreadable_is_said(capsys, monkeypatch, roots):
-    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(gather, "probe_library", lambda: NO_LIB)
     monkeypatch.setattr(gpu_facts.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: None)
     result = run_main(capsys, {**roots, "kernel_log": True})[1]
     log = result["ansible_facts"]["gpufleet_gpu"]["kernel_log"]
@@ -208,7 +208,7 @@ def test_kernel_log_unreadable_is_said(capsys, monkeypatch, roots):
 
 
 def test_kernel_log_xids_become_findings(capsys, monkeypatch, roots):
-    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(gather, "probe_library", lambda: NO_LIB)
     monkeypatch.setattr(gpu_facts.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: f"/usr/bin/{name}")
     argvs = []
 
@@ -240,8 +240,8 @@ def test_versions_differ_without_init(capsys, monkeypatch, roots, fake_root):
     """/proc says 535.183.01, the library file is 570.133.20: mismatch, and NVML is not even imported."""
     fake_root.module("nvidia")
     fake_root.write("proc/driver/nvidia/version", fixture_text("proc-version-proprietary-535.txt"))
-    monkeypatch.setattr(_gpu_gather, "probe_library", lambda: REAL_LIB)
-    monkeypatch.setattr(_gpu_gather, "_import_pynvml", Forbidden)
+    monkeypatch.setattr(gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(gather, "_import_pynvml", Forbidden)
     facts = run_main(capsys, roots)[1]["ansible_facts"]["gpufleet_gpu"]
     assert facts["driver_state"] == "mismatch"
     assert (facts["library_version"], facts["kernel_module_version"]) == ("570.133.20", "535.183.01")
@@ -254,8 +254,8 @@ def test_probe_library_on_a_host_without_one():
     code = (
         "import ctypes, json, sys\n"
         "try:\n    ctypes.CDLL('libnvidia-ml.so.1')\nexcept OSError:\n    pass\nelse:\n    sys.exit(3)\n"
-        "from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_gather\n"
-        "print(json.dumps(_gpu_gather.probe_library()))\n"
+        "from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import gather\n"
+        "print(json.dumps(gather.probe_library()))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     env["PYTHONPATH"] = str(ROOT / "collections")
@@ -269,11 +269,11 @@ def test_probe_library_on_a_host_without_one():
 
 @pytest.mark.parametrize("text", [None, "", "not json", "[1, 2]"])
 def test_simulated_host_tolerates_bad_json(text):
-    assert _gpu_gather.simulated_host(text) == {}
+    assert gather.simulated_host(text) == {}
 
 
 def test_simulated_host_maps_profile_keys():
-    got = _gpu_gather.simulated_host(
+    got = gather.simulated_host(
         json.dumps(
             {
                 "driver_loaded": False,

@@ -3,7 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.stack.plugins.filter.build_key import build_key_filter
-from ansible_collections.gpufleet.stack.plugins.module_utils._wheel import WheelError, build_key
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.wheel import WheelError, build_key
 
 from .test_stack_facts_marker import MARKER
 

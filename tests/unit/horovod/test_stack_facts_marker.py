@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils._stack_scan import Scanner
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.stack.scan import Scanner
 from ansible_collections.gpufleet.stack.plugins.modules import stack_facts
 
 MARKER = {

@@ -1,10 +1,10 @@
-"""module_utils/_dev_char: the /dev/char links runc needs for NVIDIA's device nodes (nvidia-container-toolkit#48)."""
+"""_node/dev_char: the /dev/char links runc needs for NVIDIA's device nodes (nvidia-container-toolkit#48)."""
 
 import os
 import stat
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _dev_char as dc
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import dev_char as dc
 
 
 @pytest.fixture

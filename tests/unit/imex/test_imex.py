@@ -1,11 +1,12 @@
-"""IMEX on multi-node NVLink nodes (module_utils/_imex, module imex_domain): the domain's nodes from the hosts' GPU
+"""IMEX on multi-node NVLink nodes (_node/fabric/imex, module imex_domain): the domain's nodes from the hosts' GPU
 facts, the nodes file the same on every node, the channel made now where the driver registered it, else at its
 next load (NVreg_CreateImexChannel0)."""
 
 import os
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _imex as imex
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import imex_nodes
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.fabric import imex
 
 DOMAIN = "9c6f5af3-53bf-49b5-a436-b66766c413c3.4026"  # a real GB200's (leptonai/gpud#1106)
 MODULE = "ansible_collections.gpufleet.stack.plugins.modules.imex_domain"
@@ -23,14 +24,14 @@ def test_the_domain_is_every_host_whose_facts_report_it():
         "other-rack": host("0f0f0f0f-0000-4000-8000-000000000001.7", ansible_host="10.0.1.1"),
         "login": {"ansible_host": "10.0.9.9"},  # no facts: not counted
     }
-    found = imex.domain_nodes(hostvars, list(hostvars), "tray-3")
+    found = imex_nodes.domain_nodes(hostvars, list(hostvars), "tray-3")
     assert found["domain"] == DOMAIN
     assert found["nodes"] == ["10.0.0.13", "192.168.7.11", "tray-2"]
     assert imex.nodes_text(["b", "a", "b"]) == "a\nb\n"  # sorted and once: byte-identical on every node
 
 
 def test_no_domain_reported_no_nodes_and_why():
-    found = imex.domain_nodes({"tray-1": host(None)}, ["tray-1"], "tray-1")
+    found = imex_nodes.domain_nodes({"tray-1": host(None)}, ["tray-1"], "tray-1")
     assert found["nodes"] == [] and found["why"].startswith("tray-1 reports no NVLink domain")
     assert "nvidia_driver_imex_nodes" in found["why"]
 

@@ -3,8 +3,8 @@ names and the inventory's own host names, with hostile or mistyped values of eve
 message must say: the variable as written, and why."""
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _inventory as inv
-from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
+from ansible_collections.gpufleet.stack.plugins.module_utils._common import schema as sc
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import inventory as inv
 
 from .test_schema import ROLE_SPECS, SCHEMA, all_specs, specs
 

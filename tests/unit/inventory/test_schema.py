@@ -1,12 +1,12 @@
-"""The inventory schema (data/inventory_schema.yml) and its checker (module_utils/_schema.py, _inventory.py)."""
+"""The inventory schema (data/inventory_schema.yml) and its checker (_common/schema.py, _controller/inventory.py)."""
 
 from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.gpufleet.stack.plugins.action.stack_assert import _SAFE_LOADER, read_yaml
-from ansible_collections.gpufleet.stack.plugins.module_utils import _inventory as inv
-from ansible_collections.gpufleet.stack.plugins.module_utils import _schema as sc
+from ansible_collections.gpufleet.stack.plugins.module_utils._common import schema as sc
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import inventory as inv
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.data_files import _SAFE_LOADER, read_yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = yaml.safe_load((ROOT / "data/inventory_schema.yml").read_text())

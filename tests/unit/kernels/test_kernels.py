@@ -1,10 +1,10 @@
-"""module_utils/_kernels: installed kernels, the next boot, and the nvidia module each has, on fixture trees laid out
+"""_node/kernels: installed kernels, the next boot, and the nvidia module each has, on fixture trees laid out
 as Debian lays them out (/boot/vmlinuz-*, /vmlinuz -> boot/vmlinuz-*, /lib/modules/*/updates/dkms, DKMS' tree)."""
 
 import os
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _kernels as k
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import kernels as k
 
 OLD, NEW = "6.1.0-28-amd64", "6.1.0-9-amd64"  # 9 < 28: a string sort would get this wrong
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_parse as sp
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.stack import parse as sp
 
 from .conftest import CUDA12, ROOT, SITE, extract
 

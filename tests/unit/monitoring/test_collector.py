@@ -3,8 +3,8 @@
 import os
 from pathlib import Path
 
-from ansible_collections.gpufleet.stack.plugins.module_utils import _health_collector as hc
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_health import finding
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.findings import finding
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.health import collector as hc
 
 SLURM = Path(__file__).resolve().parents[1] / "slurm" / "fixtures"
 HOT = finding("critical", 3, "temperature at or over the card's slowdown threshold", 95, 89)

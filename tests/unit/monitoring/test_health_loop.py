@@ -3,9 +3,9 @@
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _health_loop as loop
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_health import finding
-from ansible_collections.gpufleet.stack.plugins.module_utils._slurm import parse_node
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.findings import finding
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.health import loop
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.slurm.scontrol import parse_node
 
 SLURM = Path(__file__).resolve().parents[1] / "slurm" / "fixtures"
 HOT = finding("critical", 3, "temperature at or over the card's slowdown threshold", 95, 89)

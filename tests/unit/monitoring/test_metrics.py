@@ -4,8 +4,8 @@ import json
 import re
 from pathlib import Path
 
-from ansible_collections.gpufleet.stack.plugins.module_utils import _gpu_health as health
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_metrics import escape, render
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import findings as health
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.health.metrics import escape, render
 
 GPU_FIXTURES = Path(__file__).resolve().parents[1] / "gpu_facts" / "fixtures"
 SAMPLE = re.compile(r"^(\w+)(?:\{(.*)\})? (\S+)$")

@@ -218,7 +218,7 @@ def test_pcie_link_from_the_text_form(tmp_path):
 def test_the_importer_and_the_matrix_agree_on_compute_capability(tmp_path):
     """The importer's model tables and data/compat_matrix.yml's gpu_model rows say the same for every real card."""
     import yaml
-    from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
+    from ansible_collections.gpufleet.stack.plugins.module_utils._compat import matrix as mx
 
     matrix = mx.build(yaml.safe_load((SIM.parents[1] / "data" / "compat_matrix.yml").read_text()))
     compared = 0

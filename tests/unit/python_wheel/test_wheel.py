@@ -7,7 +7,7 @@ import os
 import zipfile
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _wheel as wh
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import wheel as wh
 
 PYNVML = "NVML_SUCCESS = 0\n\ndef nvmlInit():\n    return None\n"
 

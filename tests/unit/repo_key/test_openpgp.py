@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _openpgp
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.apt import openpgp
 
 ROOT = Path(__file__).resolve().parents[3]
 MIRROR = ROOT / ".cache" / "mirror-unit"
@@ -32,8 +32,8 @@ def gpg_fingerprints(path):
 
 
 def test_armored_and_binary_give_gpgs_fingerprint(mirror_keys, tmp_path):
-    raw_a, found_a = _openpgp.primary_fingerprints(mirror_keys["asc"])
-    raw_b, found_b = _openpgp.primary_fingerprints(mirror_keys["gpg"])
+    raw_a, found_a = openpgp.primary_fingerprints(mirror_keys["asc"])
+    raw_b, found_b = openpgp.primary_fingerprints(mirror_keys["gpg"])
     assert found_a == found_b == [mirror_keys["fingerprint"]]
     assert raw_a == raw_b == mirror_keys["gpg"]  # dearmoring gives exactly gpg --export's bytes
     if shutil.which("gpg"):
@@ -42,14 +42,14 @@ def test_armored_and_binary_give_gpgs_fingerprint(mirror_keys, tmp_path):
 
 
 def test_subkeys_are_not_primary_keys(mirror_keys):
-    tags = [tag for tag, _body in _openpgp.packets(mirror_keys["gpg"])]
-    assert tags.count(_openpgp.PUBLIC_KEY) == 1
+    tags = [tag for tag, _body in openpgp.packets(mirror_keys["gpg"])]
+    assert tags.count(openpgp.PUBLIC_KEY) == 1
     assert len(tags) >= 2  # user id + signatures follow the key
     # A subkey packet (tag 14, new format) appended to the key: still one primary fingerprint, the same one.
-    body = next(body for tag, body in _openpgp.packets(mirror_keys["gpg"]) if tag == _openpgp.PUBLIC_KEY)
-    with_subkey = mirror_keys["gpg"] + bytes([0xC0 | _openpgp.PUBLIC_SUBKEY, len(body)]) + body
-    assert _openpgp.PUBLIC_SUBKEY in [tag for tag, _body in _openpgp.packets(with_subkey)]
-    assert _openpgp.primary_fingerprints(with_subkey)[1] == [mirror_keys["fingerprint"]]
+    body = next(body for tag, body in openpgp.packets(mirror_keys["gpg"]) if tag == openpgp.PUBLIC_KEY)
+    with_subkey = mirror_keys["gpg"] + bytes([0xC0 | openpgp.PUBLIC_SUBKEY, len(body)]) + body
+    assert openpgp.PUBLIC_SUBKEY in [tag for tag, _body in openpgp.packets(with_subkey)]
+    assert openpgp.primary_fingerprints(with_subkey)[1] == [mirror_keys["fingerprint"]]
 
 
 def test_two_keys_in_one_file_are_both_reported(mirror_keys, tmp_path):
@@ -73,7 +73,7 @@ def test_two_keys_in_one_file_are_both_reported(mirror_keys, tmp_path):
         capture_output=True,
     )
     other = subprocess.run(["gpg", "--batch", "--homedir", home, "--export"], check=True, capture_output=True).stdout
-    _raw, found = _openpgp.primary_fingerprints(mirror_keys["gpg"] + other)
+    _raw, found = openpgp.primary_fingerprints(mirror_keys["gpg"] + other)
     assert len(found) == 2 and found[0] == mirror_keys["fingerprint"]
 
 
@@ -81,7 +81,7 @@ def test_armor_with_headers_and_checksum_line(mirror_keys):
     body = base64.b64encode(mirror_keys["gpg"]).decode()
     armored = "\n".join(
         [
-            _openpgp.ARMOR_BEGIN,
+            openpgp.ARMOR_BEGIN,
             "Comment: test",
             "",
             *[body[i : i + 64] for i in range(0, len(body), 64)],
@@ -90,7 +90,7 @@ def test_armor_with_headers_and_checksum_line(mirror_keys):
             "",
         ]
     ).encode()
-    assert _openpgp.primary_fingerprints(armored)[1] == [mirror_keys["fingerprint"]]
+    assert openpgp.primary_fingerprints(armored)[1] == [mirror_keys["fingerprint"]]
 
 
 @pytest.mark.parametrize(
@@ -99,13 +99,13 @@ def test_armor_with_headers_and_checksum_line(mirror_keys):
         (b"<html>404 Not Found</html>", "no packet header"),
         (b"", "no public key packet"),
         (b"\x99\x01\x00\x04", "truncated"),
-        (_openpgp.ARMOR_BEGIN.encode() + b"\n\n!!!not base64!!!\n", "not valid base64"),
+        (openpgp.ARMOR_BEGIN.encode() + b"\n\n!!!not base64!!!\n", "not valid base64"),
     ],
 )
 def test_garbage_is_refused_with_a_reason(data, message):
-    with pytest.raises(_openpgp.KeyError_, match=message):
-        _openpgp.primary_fingerprints(data)
+    with pytest.raises(openpgp.KeyError_, match=message):
+        openpgp.primary_fingerprints(data)
 
 
 def test_normalize_accepts_gpg_spacing():
-    assert _openpgp.normalize("eb69 3b30 35cd 5710") == "EB693B3035CD5710"
+    assert openpgp.normalize("eb69 3b30 35cd 5710") == "EB693B3035CD5710"

@@ -1,7 +1,7 @@
-"""The groups a host's cached GPU facts put it in (module_utils/_gpu_groups, the gpu_groups inventory plugin)."""
+"""The groups a host's cached GPU facts put it in (_controller/gpu_groups, the gpu_groups inventory plugin)."""
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils._gpu_groups import groups_for
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.gpu_groups import groups_for
 
 
 def test_an_hgx_node():

@@ -1,8 +1,8 @@
-"""The fleet report's rows, drift and rendering (plugins/module_utils/_report.py)."""
+"""The fleet report's rows, drift and rendering (plugins/module_utils/_controller/report.py)."""
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _report
-from ansible_collections.gpufleet.stack.plugins.module_utils import _report_render as render
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import report
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import report_render as render
 
 DESIRED = {
     "driver": "570",
@@ -48,16 +48,16 @@ INSTALLED = {
     ],
 )
 def test_version_pins_match_on_dot_boundaries(desired, actual, ok):
-    assert _report.version_matches(desired, actual) is ok
+    assert report.version_matches(desired, actual) is ok
 
 
 def test_a_host_at_the_desired_stack_has_no_drift():
-    assert _report.drift(DESIRED, gpu_facts(), INSTALLED) == []
+    assert report.drift(DESIRED, gpu_facts(), INSTALLED) == []
 
 
 def test_drift_names_each_component_and_both_versions():
     installed = dict(INSTALLED, cudnn={"version": "8.9.7"}, nccl=None, frameworks={})
-    found = _report.drift(DESIRED, gpu_facts(driver="550.54.15"), installed)
+    found = report.drift(DESIRED, gpu_facts(driver="550.54.15"), installed)
     assert found == [
         ("driver", "driver 550.54.15 ≠ 570"),
         ("cuDNN", "cuDNN 8.9.7 ≠ 9.8.0"),
@@ -68,18 +68,18 @@ def test_drift_names_each_component_and_both_versions():
 
 def test_missing_toolkit_is_drift():
     installed = dict(INSTALLED, cuda={"toolkits": [{"version": "12.4.131"}]})
-    assert _report.drift(DESIRED, gpu_facts(), installed) == [("CUDA", "CUDA 12.8 not installed (have 12.4.131)")]
+    assert report.drift(DESIRED, gpu_facts(), installed) == [("CUDA", "CUDA 12.8 not installed (have 12.4.131)")]
 
 
 def test_host_without_facts_is_reported_not_hidden():
-    row = _report.host_row("gpu-9", {"gpufleet_stack": DESIRED})
+    row = report.host_row("gpu-9", {"gpufleet_stack": DESIRED})
     assert row["health"] == "unknown"
     assert row["drift"] == ["no GPU facts: run playbooks/facts.yml"]
 
 
 def test_rows_put_the_worst_hosts_first_and_count_them():
     hot = [{"severity": "critical", "gpu": 3, "what": "temperature", "value": 91, "threshold": 85}]
-    rows = _report.build_rows(
+    rows = report.build_rows(
         {
             "a-ok": {
                 "ansible_facts": {"gpufleet_gpu": gpu_facts(), "gpufleet_installed": INSTALLED},
@@ -101,7 +101,7 @@ def test_rows_put_the_worst_hosts_first_and_count_them():
     )
     assert [r["host"] for r in rows] == ["c-hot", "b-old", "a-ok"]
     assert rows[2]["gpus"] == "8x NVIDIA A100-SXM4-40GB"
-    assert _report.summary(rows) == {"hosts": 3, "critical": 1, "warning": 0, "drifted": 1, "ok": 1}
+    assert report.summary(rows) == {"hosts": 3, "critical": 1, "warning": 0, "drifted": 1, "ok": 1}
     markdown = render.render_markdown(rows, "2026-12-01 08:00 UTC")
     assert (
         "| c-hot | 8x NVIDIA A100-SXM4-40GB | 570.133.20 (loaded) | 12.8 / 12.8.93 | driver 570.133.20, CUDA 12.8.93, "
@@ -112,7 +112,7 @@ def test_rows_put_the_worst_hosts_first_and_count_them():
 
 def test_html_escapes_what_hosts_report():
     facts = gpu_facts(model="<script>alert(1)</script>")
-    rows = _report.build_rows({"x": {"ansible_facts": {"gpufleet_gpu": facts}}})
+    rows = report.build_rows({"x": {"ansible_facts": {"gpufleet_gpu": facts}}})
     page = render.render_html(rows, "now")
     assert "<script>alert" not in page  # the page's own script is the only one
     assert "&lt;script&gt;" in page
@@ -124,7 +124,7 @@ def test_markdown_keeps_what_hosts_report_as_text():
     hostile = "<img src=x onerror=alert(1)>|[x](http://evil.example)\n## owned"
     finding = {"severity": "critical", "what": "xid <b>79</b> | `rm -rf`", "gpu": 0}
     facts = gpu_facts(model=hostile, health="critical", findings=[finding], count=1)
-    rows = _report.build_rows({"node_7": {"ansible_facts": {"gpufleet_gpu": facts}}})
+    rows = report.build_rows({"node_7": {"ansible_facts": {"gpufleet_gpu": facts}}})
     markdown = render.render_markdown(rows, "now")
     assert "<img" not in markdown and "<b>" not in markdown and "](http" not in markdown.replace("\\](", "")
     assert "\n## owned" not in markdown and "\n- critical" in markdown
@@ -138,7 +138,7 @@ def test_markdown_keeps_what_hosts_report_as_text():
 def test_a_host_whose_gathering_failed_is_critical_with_why_not_healthy_from_its_cache():
     cached = dict(gpu_facts(), gathered_at="2026-12-05T10:00:00Z")
     failed = {"at": "2026-12-06T04:00:00Z", "reason": "unreachable, or a step before gpu_facts failed"}
-    rows = _report.build_rows(
+    rows = report.build_rows(
         {
             "gone": {"ansible_facts": {"gpufleet_gpu": cached, "gpufleet_gather_failed": failed}},
             "back": {"ansible_facts": {"gpufleet_gpu": cached, "gpufleet_gather_failed": None}},
@@ -166,24 +166,24 @@ def test_failed_verification_and_upgrade_are_named_first_in_the_row():
         "gpufleet_verify": {"status": "failed", "failures": ["nccl 2.26.2 wanted, host has 2.21.5"]},
         "gpufleet_upgrade": {"status": "failed", "step": "install", "message": "nvidia-kernel-dkms postinst exit 10"},
     }
-    row = _report.host_row("gpu-1", {"ansible_facts": facts, "gpufleet_stack": DESIRED})
+    row = report.host_row("gpu-1", {"ansible_facts": facts, "gpufleet_stack": DESIRED})
     assert row["drift"][:2] == [
         "verification failed: nccl 2.26.2 wanted, host has 2.21.5",
         "upgrade failed at install: nvidia-kernel-dkms postinst exit 10",
     ]
     ok = dict(facts, gpufleet_verify={"status": "ok", "failures": []}, gpufleet_upgrade={"status": "done"})
-    assert _report.host_row("gpu-1", {"ansible_facts": ok, "gpufleet_stack": DESIRED})["drift"] == []
+    assert report.host_row("gpu-1", {"ansible_facts": ok, "gpufleet_stack": DESIRED})["drift"] == []
 
 
 def test_the_listed_components_decide_what_drifts():
     """The demo's stack names torch but installs no training environment (no horovod component): not drift."""
     installed = dict(INSTALLED, frameworks={})
-    row = _report.host_row("gpu-1", {"ansible_facts": {"gpufleet_gpu": gpu_facts(), "gpufleet_installed": installed},
-                                     "gpufleet_stack": DESIRED})  # fmt: skip
+    facts = {"gpufleet_gpu": gpu_facts(), "gpufleet_installed": installed}
+    row = report.host_row("gpu-1", {"ansible_facts": facts, "gpufleet_stack": DESIRED})
     assert row["drift"] == []
     with_venv = {"ansible_facts": {"gpufleet_gpu": gpu_facts(), "gpufleet_installed": installed},
                  "gpufleet_stack": DESIRED, "gpufleet_components": ["driver", "horovod"]}  # fmt: skip
-    assert _report.host_row("gpu-1", with_venv)["drift"] == ["torch absent ≠ 2.7.1"]
+    assert report.host_row("gpu-1", with_venv)["drift"] == ["torch absent ≠ 2.7.1"]
 
 
 def test_a_row_has_the_whole_stack_the_gpus_and_the_last_upgrade():
@@ -201,7 +201,7 @@ def test_a_row_has_the_whole_stack_the_gpus_and_the_last_upgrade():
                "from": {"driver": "570.133.20"}, "to": {"driver": "570.172.08"},
                "message": "failed/gpus: 7 of 8"}  # fmt: skip
     facts = {"gpufleet_gpu": gpu, "gpufleet_installed": installed, "gpufleet_upgrade": upgrade}
-    row = _report.host_row("gpu-7", {"ansible_facts": facts, "gpufleet_stack": DESIRED})
+    row = report.host_row("gpu-7", {"ansible_facts": facts, "gpufleet_stack": DESIRED})
     assert render.stack_text(row["stack"]) == (
         "driver 570.133.20 open, FM 570.133.20, CUDA 12.8.93, cuDNN 9.8.0, NCCL 2.26.2, CTK 1.17.8, torch 2.7.1+cu128"
     )
@@ -220,12 +220,12 @@ def test_the_fleet_by_model_driver_and_kind_of_drift():
                                 "gpufleet_installed": INSTALLED}, "gpufleet_stack": DESIRED},
         "c": {"gpufleet_stack": DESIRED},
     }  # fmt: skip
-    b = _report.breakdowns(_report.build_rows(fleet))
+    b = report.breakdowns(report.build_rows(fleet))
     assert b["model"] == {
         "NVIDIA A100-SXM4-40GB": {"hosts": 1, "gpus": 8}, "NVIDIA H100 80GB HBM3": {"hosts": 1, "gpus": 8}}  # fmt: skip
     assert b["driver"] == {"550.54.15": 1, "570.133.20": 1}
     assert b["drift"] == {"driver": 1, "no facts": 1}
-    page = render.render_html(_report.build_rows(fleet), "now")
+    page = render.render_html(report.build_rows(fleet), "now")
     assert 'data-health="ok" data-drift="driver"' in page and '<option value="no facts">' in page
 
 
@@ -241,9 +241,7 @@ def test_the_job_across_nodes_is_in_each_nodes_row():
     }
     facts = {"gpufleet_gpu": gpu_facts(), "gpufleet_installed": INSTALLED, "gpufleet_validation": validation}
     # Set in this run by set_fact on each node of the job: a host variable; from the cache on later runs: a fact.
-    row = _report.host_row(
-        "gpu-1", {"ansible_facts": facts, "gpufleet_stack": DESIRED, "gpufleet_multinode": multinode}
-    )
+    row = report.host_row("gpu-1", {"ansible_facts": facts, "gpufleet_stack": DESIRED, "gpufleet_multinode": multinode})
     assert row["validation"] == (
         "refused (nccl refused); across gpu-1, gpu-2: refused (allreduce passed; rdma_bw refused)"
     )
@@ -251,9 +249,7 @@ def test_the_job_across_nodes_is_in_each_nodes_row():
     failed = dict(
         multinode, status="failed", checks=[{"check": "allreduce", "status": "failed", "reason": "rank 1 lost"}]
     )
-    row = _report.host_row(
-        "gpu-2", {"ansible_facts": dict(facts, gpufleet_multinode=failed), "gpufleet_stack": DESIRED}
-    )
+    row = report.host_row("gpu-2", {"ansible_facts": dict(facts, gpufleet_multinode=failed), "gpufleet_stack": DESIRED})
     assert row["drift"] == ["the job across nodes failed: allreduce: rank 1 lost"]
     assert row["validation"].endswith("across gpu-1, gpu-2: failed (allreduce failed)")
 
@@ -268,12 +264,12 @@ def test_a_nodes_rdma_fabric_is_in_its_row_and_escaped():
         ],
     }
     gpu = dict(gpu_facts(), fabric=fabric)
-    row = _report.host_row("gpu-1", {"ansible_facts": {"gpufleet_gpu": gpu, "gpufleet_installed": INSTALLED}})
+    row = report.host_row("gpu-1", {"ansible_facts": {"gpufleet_gpu": gpu, "gpufleet_installed": INSTALLED}})
     assert row["fabric"] == "roce: mlx5_0:1 ACTIVE 100 Gb/s, <b>x:1 DOWN; no nvidia-peermem"
     html = render.render_html([row], "now")
     assert "fabric roce: mlx5_0:1 ACTIVE 100 Gb/s, &lt;b&gt;x:1 DOWN" in html and "<b>x" not in html
-    assert _report.fabric_text(gpu_facts()) is None  # facts from before fabric was gathered
-    assert _report.fabric_text(dict(gpu_facts(), fabric={"summary": "none"})) is None
+    assert report.fabric_text(gpu_facts()) is None  # facts from before fabric was gathered
+    assert report.fabric_text(dict(gpu_facts(), fabric={"summary": "none"})) is None
     assert r"fabric roce: mlx5\_0:1 ACTIVE 100 Gb/s" in render.render_markdown([row], "now")
 
 
@@ -282,9 +278,9 @@ def test_what_the_nvlink_fabric_needs_is_in_the_row():
     bridge = {"name": "mlx5_8", "nvswitch_mgmt": True, "ports": [{"port": 1, "state": "ACTIVE", "active": True}]}
     hca = {"name": "mlx5_0", "ports": [{"port": 1, "state": "ACTIVE", "active": True, "rate_gbps": 400.0}]}
     b200 = dict(gpu_facts(), nvlink5_switch=True, fabric={"summary": "ib", "peermem": False, "devices": [hca, bridge]})
-    assert _report.fabric_text(b200) == (
+    assert report.fabric_text(b200) == (
         "ib: mlx5_0:1 ACTIVE 400 Gb/s; no nvidia-peermem; NVLink 5 NVSwitches (Fabric Manager, NVLSM)"
     )
     tray = dict(gpu_facts(), imex_required=True, nvlink_domain="9c6f5af3-53bf-49b5-a436-b66766c413c3.4026")
-    assert _report.fabric_text(tray) == "NVLink domain 9c6f5af3-53bf-49b5-a436-b66766c413c3.4026 (IMEX)"
-    assert _report.fabric_text(dict(tray, nvlink_domain=None)) == "multi-node NVLink, no domain registered (IMEX)"
+    assert report.fabric_text(tray) == "NVLink domain 9c6f5af3-53bf-49b5-a436-b66766c413c3.4026 (IMEX)"
+    assert report.fabric_text(dict(tray, nvlink_domain=None)) == "multi-node NVLink, no domain registered (IMEX)"

@@ -2,7 +2,7 @@
 (/proc/PID/limits and CapEff recorded from a sandbox node: a Docker container without CAP_SYS_RESOURCE)."""
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _limits as lim
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import limits as lim
 
 # /proc/1/limits of a sandbox node (the lines the module reads, as the kernel aligns them).
 NODE_LIMITS = """Limit                     Soft Limit           Hard Limit           Units

@@ -1,8 +1,8 @@
-"""gres.conf from NVML's view (module_utils/_slurm_gres) and node_drain's record (module_utils/_drain): pure rules."""
+"""gres.conf from NVML's view (_node/slurm/gres) and node_drain's record (_controller/drain): pure rules."""
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _drain as dr
-from ansible_collections.gpufleet.stack.plugins.module_utils import _slurm_gres as sg
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import drain as dr
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.slurm import gres as sg
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Slurm's view of a node (module_utils/_slurm) on output recorded from Debian 12's slurm-wlm 22.05 (fixtures/),
+"""Slurm's view of a node (_node/slurm/scontrol) on output recorded from Debian 12's slurm-wlm 22.05 (fixtures/),
 and gpufleet.stack.slurm_node through Ansible against a stand-in scontrol/squeue that prints the same format."""
 
 import json
@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _slurm as sl
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.slurm import scontrol as sl
 
 FIXTURES = Path(__file__).with_name("fixtures")
 FAKE = Path(__file__).with_name("fake_slurm.py")

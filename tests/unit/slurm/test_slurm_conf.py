@@ -5,7 +5,7 @@ PropagateResourceLimitsExcept=MEMLOCK)."""
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _slurm_conf as sc
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.slurm import conf as sc
 
 FIXTURES = Path(__file__).with_name("fixtures")
 DEFAULT = sc.parse_show_config((FIXTURES / "show-config-default.txt").read_text())

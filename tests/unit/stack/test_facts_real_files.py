@@ -12,7 +12,7 @@ import textwrap
 import zipfile
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils._stack_scan import Scanner
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.stack.scan import Scanner
 from ansible_collections.gpufleet.stack.plugins.modules import stack_facts
 
 from .conftest import ROOT, place
@@ -170,7 +170,7 @@ def _library_version(lib, symbol, decode):
 
 
 def test_header_and_library_agree(host, nccl_wheel, cudnn_wheel):
-    from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
+    from ansible_collections.gpufleet.stack.plugins.module_utils._common import versions as v
 
     found = stack_facts.gather(Scanner(root=str(host), run=run), [])
     header = {

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
+from ansible_collections.gpufleet.stack.plugins.module_utils._compat import matrix as mx
 
 MATRIX = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yml"
 

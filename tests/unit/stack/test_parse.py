@@ -2,8 +2,8 @@
 
 import json
 
-from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_packages as pk
-from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_parse as sp
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.stack import packages as pk
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.stack import parse as sp
 
 PROC_PROPRIETARY = (
     "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.133.20  Fri Feb 28 07:46:35 UTC 2025\n"
@@ -140,8 +140,8 @@ def test_package_lines_and_classification():
 
 
 def test_installed_stack_as_pins_is_a_rollback_target():
-    from ansible_collections.gpufleet.stack.plugins.module_utils._stack_inputs import as_pins
-    from ansible_collections.gpufleet.stack.plugins.module_utils._stack_packages import driver_flavor
+    from ansible_collections.gpufleet.stack.plugins.module_utils._node.stack.gather import as_pins
+    from ansible_collections.gpufleet.stack.plugins.module_utils._node.stack.packages import driver_flavor
 
     installed = {
         "driver": {"package_version": "570.133.20", "loaded_version": None, "flavor": "open"},

@@ -1,4 +1,4 @@
-"""GPU-aware rules (module_utils/_stack_rules_gpu) with real product names (as NVML and nvidia-smi print them, from
+"""GPU-aware rules (module_utils/_compat/rules_gpu) with real product names (as NVML and nvidia-smi print them, from
 sandbox/nvml-sim/samples/real), real driver versions and real wheels: the driver branch drives the architecture,
 every toolkit and framework build compiles for it, the kernel-module flavour drives it."""
 
@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
-from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_inputs as si
-from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_fw as rules
-from ansible_collections.gpufleet.stack.plugins.module_utils._stack_rules_gpu import carries_code, parse_gpu
+from ansible_collections.gpufleet.stack.plugins.module_utils._compat import engine as rules
+from ansible_collections.gpufleet.stack.plugins.module_utils._compat import inputs as si
+from ansible_collections.gpufleet.stack.plugins.module_utils._compat import matrix as mx
+from ansible_collections.gpufleet.stack.plugins.module_utils._compat.inputs import parse_gpu
+from ansible_collections.gpufleet.stack.plugins.module_utils._compat.rules_gpu import carries_code
 
 MATRIX = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yml"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.gpufleet.stack.plugins.module_utils import _matrix as mx
-from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_inputs as si
-from ansible_collections.gpufleet.stack.plugins.module_utils import _stack_rules_fw as rules
+from ansible_collections.gpufleet.stack.plugins.module_utils._compat import engine as rules
+from ansible_collections.gpufleet.stack.plugins.module_utils._compat import inputs as si
+from ansible_collections.gpufleet.stack.plugins.module_utils._compat import matrix as mx
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = yaml.safe_load((ROOT / "docs" / "stacks.yml").read_text())

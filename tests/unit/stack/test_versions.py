@@ -1,7 +1,7 @@
 """Version parsing, pins and the integer encodings, with version strings as NVIDIA's headers and tools print them."""
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _versions as v
+from ansible_collections.gpufleet.stack.plugins.module_utils._common import versions as v
 
 
 @pytest.mark.parametrize(

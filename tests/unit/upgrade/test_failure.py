@@ -1,7 +1,7 @@
-"""What a failed step of one host's upgrade records (module_utils/_upgrade, the upgrade_failure filter): the outcome,
+"""What a failed step of one host's upgrade records (_controller/upgrade, the upgrade_failure filter): the outcome,
 the message, whether the node is marked failed (kept drained with the reason) and what the run says about it."""
 
-from ansible_collections.gpufleet.stack.plugins.module_utils._upgrade import failure, outcome
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.upgrade import failure, outcome
 
 DRAINED = {"drained": True, "blocked": "", "timed_out": False}
 

@@ -1,8 +1,8 @@
-"""Room for an install, per filesystem (module_utils/_disk.py and the module gpufleet.stack.free_space)."""
+"""Room for an install, per filesystem (module_utils/_node/disk.py and the module gpufleet.stack.free_space)."""
 
 import os
 
-from ansible_collections.gpufleet.stack.plugins.module_utils import _disk
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import disk
 
 MIB = 1024 * 1024
 # A node with /boot on a partition of its own and everything else on /.
@@ -15,7 +15,7 @@ def statvfs(path):
 
 
 def test_needs_are_summed_per_filesystem_and_a_short_one_is_named_with_figures():
-    problems, figures = _disk.shortfalls(_disk.DEFAULT_NEEDS, statvfs, lambda path: True)
+    problems, figures = disk.shortfalls(disk.DEFAULT_NEEDS, statvfs, lambda path: True)
     assert problems == ["150 MiB free for /boot (the initramfs of each kernel, 200 MiB): 200 MiB needed"]
     assert figures[1] == (
         "8000 MiB free for /usr (the packages' files, 4096 MiB); /var/cache/apt/archives (apt's downloaded packages, "
@@ -26,13 +26,13 @@ def test_needs_are_summed_per_filesystem_and_a_short_one_is_named_with_figures()
 
 def test_enough_everywhere_is_no_problem():
     needs = {"/usr": (100, "x"), "/boot": (150, "initramfs")}
-    assert _disk.shortfalls(needs, statvfs, lambda path: True)[0] == []
+    assert disk.shortfalls(needs, statvfs, lambda path: True)[0] == []
 
 
 def test_a_directory_not_made_yet_counts_on_its_nearest_parent():
     made = {"/", "/var", "/var/lib"}
-    assert _disk.existing("/var/lib/dkms", made.__contains__) == "/var/lib"
-    assert _disk.existing("/srv/new/dir", made.__contains__) == "/"
+    assert disk.existing("/var/lib/dkms", made.__contains__) == "/var/lib"
+    assert disk.existing("/srv/new/dir", made.__contains__) == "/"
 
 
 def test_the_module_refuses_what_the_filesystem_cannot_hold(run_module):

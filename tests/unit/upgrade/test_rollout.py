@@ -1,7 +1,7 @@
-"""Where a rolling upgrade stands (module_utils/_rollout): Ansible's batches, the progress line, the summary."""
+"""Where a rolling upgrade stands (_controller/rollout): Ansible's batches, the progress line, the summary."""
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _rollout as r
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import rollout as r
 
 HOSTS = [f"gpu-{i:02d}" for i in range(1, 101)]
 

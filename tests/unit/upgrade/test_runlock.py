@@ -1,6 +1,6 @@
-"""Who holds which hosts (module_utils/_runlock.py): a second upgrade run against any of the same hosts refuses."""
+"""Who holds which hosts (_controller/runlock.py): a second upgrade run against any of the same hosts refuses."""
 
-from ansible_collections.gpufleet.stack.plugins.module_utils import _runlock
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller import runlock
 
 NOW = 1_000_000.0
 RUN = {"user": "ana", "controller": "bastion-1", "pid": 4242, "started": NOW - 720, "playbook": "playbooks/upgrade.yml",
@@ -8,7 +8,7 @@ RUN = {"user": "ana", "controller": "bastion-1", "pid": 4242, "started": NOW - 7
 
 
 def held(records, hosts, here="bastion-1", running=(4242,), max_age=86400):
-    return _runlock.holders(records, hosts, here=here, pid_exists=running.__contains__, now=NOW, max_age=max_age)
+    return runlock.holders(records, hosts, here=here, pid_exists=running.__contains__, now=NOW, max_age=max_age)
 
 
 def test_a_live_run_holds_the_hosts_it_shares_with_this_one():
@@ -27,7 +27,7 @@ def test_a_run_on_another_controller_holds_until_max_age():
 
 def test_the_holder_is_named_with_its_hosts():
     many = [f"gpu-{i}" for i in range(1, 9)]
-    text = _runlock.describe(dict(RUN, hosts=many), many, NOW)
+    text = runlock.describe(dict(RUN, hosts=many), many, NOW)
     assert text == (
         "ana on bastion-1 (pid 4242, playbooks/upgrade.yml, running 12 min) holds gpu-1, gpu-2, gpu-3, gpu-4, gpu-5 "
         "and 3 more"

@@ -6,7 +6,7 @@ import os
 import subprocess
 
 import pytest
-from ansible_collections.gpufleet.stack.plugins.module_utils import _multinode as mn
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.fabric import multinode as mn
 from ansible_collections.gpufleet.stack.plugins.modules import multinode_validate
 
 NODES = ["mn-gpu1", "mn-gpu2"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.gpufleet.stack.plugins.module_utils import _validate as va
+from ansible_collections.gpufleet.stack.plugins.module_utils._node import validate as va
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FLOORS = yaml.safe_load((Path(__file__).resolve().parents[3] / "data" / "nccl_floors.yml").read_text())["floors"]
