@@ -146,8 +146,7 @@ import os
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.gather import probe_library, simulated_host
-from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.host import read_kernel_module
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import source
 from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.readers import modinfo_reader
 from ansible_collections.gpufleet.stack.plugins.module_utils._node.kernels import (
     installed_kernels,
@@ -159,18 +158,13 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._node.kernels impor
 )
 
 
-def running_version(sysfs_root, procfs_root, in_container, simulated=None):
-    """The loaded module's version; '' when none is loaded, or the kernel is not ours. simulated: the sandbox NVML
-    simulator's host facts, which stand in for the kernel module in a container."""
-    if in_container:
-        return (simulated or {}).get("version") or ""
-    return read_kernel_module(sysfs_root, procfs_root)["version"] or ""
-
-
-def simulated_module():
-    """The simulator's host facts when libnvidia-ml.so.1 is the gpufleet simulator, else None."""
-    probe = probe_library()
-    return simulated_host(probe.get("host_json")) if probe.get("simulator") else None
+def running_version(lib, sysfs_root, procfs_root, in_container):
+    """The loaded module's version; '' when none is loaded, or the kernel is not ours (a container's, unless the
+    library stands in for the module: source.host_view). lib: source.library()'s answer."""
+    view = source.host_view(lib, sysfs_root, procfs_root)
+    if in_container and not view["simulated"]:
+        return ""
+    return view["kernel_module"]["version"] or ""
 
 
 def secure_boot(mokutil_answer, efivar_bytes):
@@ -241,9 +235,7 @@ def main():
         extra.update(kernels=report, next_boot_problem=next_boot_problem(report, p["driver_version"]) or "")
     module.exit_json(
         changed=False,
-        running_version=running_version(
-            p["sysfs_root"], p["procfs_root"], p["in_container"], simulated_module() if p["in_container"] else None
-        ),
+        running_version=running_version(source.library(), p["sysfs_root"], p["procfs_root"], p["in_container"]),
         device=os.path.exists(p["device"]),
         initramfs_tool=os.path.exists(p["initramfs_tool"]),
         secure_boot=secure_boot(answer, None if mokutil else read_bytes(p["secure_boot_var"])),

@@ -18,7 +18,7 @@ MATRIX_FILE = os.path.join(ROOT, "data", "compat_matrix.yml")
 EXTRA_VAR = "gpufleet_compat_matrix_extra"
 AGE_VAR = "gpufleet_compat_matrix_max_age"
 
-# Ansible's yaml_load takes libyaml's parser where PyYAML has it (_SAFE_LOADER): the same safe constructor, about 10x
+# Ansible's yaml_load takes libyaml's parser where PyYAML has it: the same safe constructor, about 10x
 # faster than the pure-Python one. Ansible forks a worker per task and host, so the data files are parsed once per task
 # that reads them (the matrix by the play's preflight and by each stack_assert, the schema and the roles' argument
 # specs by every role's own check).

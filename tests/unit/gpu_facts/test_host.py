@@ -32,19 +32,20 @@ def test_library_version_from_path(path, version):
 
 
 @pytest.mark.parametrize(
-    ("kmod", "lib", "sim", "expected"),
+    ("kmod", "lib", "standalone", "expected"),
     [
-        (False, False, False, (False, "not_installed")),
-        (False, True, False, (False, "not_loaded")),  # the /dev/nvidiactl case: never init
-        (True, False, False, (False, "error")),
-        (True, True, False, (True, None)),
-        (False, True, True, (True, None)),  # the simulator is safe without a module
+        (False, False, None, (False, "not_installed")),
+        (False, True, None, (False, "not_loaded")),  # the /dev/nvidiactl case: never init
+        (True, False, None, (False, "error")),
+        (True, True, None, (True, None)),
+        (False, True, "the simulator", (True, None)),  # a library that touches no device is safe without a module
+        (False, False, "the simulator", (False, "not_installed")),  # but only where it was found
     ],
 )
-def test_plan_probe(kmod, lib, sim, expected):
-    call_init, state, reason = host.plan_probe(kmod, lib, sim)
+def test_plan_probe(kmod, lib, standalone, expected):
+    call_init, state, reason = host.plan_probe(kmod, lib, standalone)
     assert (call_init, state) == expected
-    assert reason
+    assert reason == standalone if standalone and lib else reason
 
 
 @pytest.mark.parametrize(

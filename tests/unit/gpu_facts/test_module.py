@@ -9,15 +9,15 @@ from pathlib import Path
 import pynvml
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import gather
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import gather, source
 from ansible_collections.gpufleet.stack.plugins.modules import gpu_facts
 
 from .conftest import fixture_text
 
 ROOT = Path(__file__).resolve().parents[3]
 
-NO_LIB = {"found": False, "simulator": False, "path": None, "version": None}
-REAL_LIB = {"found": True, "simulator": False, "path": "/usr/lib/libnvidia-ml.so.570.133.20", "version": "570.133.20"}
+NO_LIB = source.NO_LIBRARY
+REAL_LIB = {**NO_LIB, "found": True, "path": "/usr/lib/libnvidia-ml.so.570.133.20", "version": "570.133.20"}
 
 
 def run_main(capsys, args):
@@ -70,7 +70,7 @@ def roots(fake_root):
 
 def test_not_installed(capsys, monkeypatch, roots, tmp_path):
     monkeypatch.setenv("GPUFLEET_NVML_SIM_PROFILE", str(tmp_path / "absent.json"))
-    monkeypatch.setattr(gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(source, "library", lambda: NO_LIB)
     monkeypatch.setattr(gather, "_import_pynvml", Forbidden)
     rc, result = run_main(capsys, roots)
     facts = result["ansible_facts"]["gpufleet_gpu"]
@@ -85,7 +85,7 @@ def test_sandbox_gpus_without_a_driver_show_their_pci_functions(capsys, monkeypa
     monkeypatch.setenv(
         "GPUFLEET_NVML_SIM_PROFILE", str(ROOT / "sandbox/nvml-sim/profiles/a100-sxm4-40gb-x8-nvswitch.json")
     )
-    monkeypatch.setattr(gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(source, "library", lambda: NO_LIB)
     monkeypatch.setattr(gather, "_import_pynvml", Forbidden)
     facts = run_main(capsys, roots)[1]["ansible_facts"]["gpufleet_gpu"]
     assert (facts["driver_state"], facts["gpu_count"], facts["simulated"]) == ("not_installed", 0, True)
@@ -98,7 +98,7 @@ def test_sandbox_gpus_without_a_driver_show_their_pci_functions(capsys, monkeypa
 def test_library_without_module_never_initialises(capsys, monkeypatch, roots, fake_root):
     fake_root.pci("0000:07:00.0", "0x20b0", "0x030200")
     fake_root.pci("0000:c1:00.0", "0x1af1", "0x068000")
-    monkeypatch.setattr(gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(source, "library", lambda: REAL_LIB)
     monkeypatch.setattr(gather, "_import_pynvml", Forbidden)
     result = run_main(capsys, {**roots, "_ansible_check_mode": True})[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
@@ -114,7 +114,7 @@ def test_library_without_module_never_initialises(capsys, monkeypatch, roots, fa
 def test_missing_pynvml_gives_facts(capsys, monkeypatch, roots, fake_root):
     fake_root.module("nvidia")
     fake_root.write("proc/driver/nvidia/version", fixture_text("proc-version-open-570.txt"))
-    monkeypatch.setattr(gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(source, "library", lambda: REAL_LIB)
     monkeypatch.setattr(gather, "_import_pynvml", lambda: (None, None))
     rc, result = run_main(capsys, roots)
     facts = result["ansible_facts"]["gpufleet_gpu"]
@@ -147,7 +147,7 @@ def test_the_collections_bindings_come_first_and_say_their_version(tmp_path):
 def test_unsupported_queries_are_null(capsys, monkeypatch, roots, fake_root):
     fake_root.module("nvidia")
     fake = Unsupported(count=2)
-    monkeypatch.setattr(gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(source, "library", lambda: REAL_LIB)
     monkeypatch.setattr(gather, "_import_pynvml", lambda: (fake, {"path": "fake", "version": None}))
     result = run_main(capsys, roots)[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
@@ -186,9 +186,7 @@ def test_init_mismatch_from_nvml(capsys, monkeypatch, roots, fake_root):
             return super().__getattr__(name)
 
     fake = Mismatch()
-    monkeypatch.setattr(
-        gather, "probe_library", lambda: {**REAL_LIB, "path": "/opt/libnvidia-ml.so.1", "version": None}
-    )
+    monkeypatch.setattr(source, "library", lambda: {**REAL_LIB, "path": "/opt/libnvidia-ml.so.1", "version": None})
     monkeypatch.setattr(gather, "_import_pynvml", lambda: (fake, {"path": "fake", "version": None}))
     result = run_main(capsys, roots)[1]
     facts = result["ansible_facts"]["gpufleet_gpu"]
@@ -199,7 +197,7 @@ def test_init_mismatch_from_nvml(capsys, monkeypatch, roots, fake_root):
 
 
 def test_kernel_log_unreadable_is_said(capsys, monkeypatch, roots):
-    monkeypatch.setattr(gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(source, "library", lambda: NO_LIB)
     monkeypatch.setattr(gpu_facts.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: None)
     result = run_main(capsys, {**roots, "kernel_log": True})[1]
     log = result["ansible_facts"]["gpufleet_gpu"]["kernel_log"]
@@ -208,7 +206,7 @@ def test_kernel_log_unreadable_is_said(capsys, monkeypatch, roots):
 
 
 def test_kernel_log_xids_become_findings(capsys, monkeypatch, roots):
-    monkeypatch.setattr(gather, "probe_library", lambda: NO_LIB)
+    monkeypatch.setattr(source, "library", lambda: NO_LIB)
     monkeypatch.setattr(gpu_facts.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: f"/usr/bin/{name}")
     argvs = []
 
@@ -240,7 +238,7 @@ def test_versions_differ_without_init(capsys, monkeypatch, roots, fake_root):
     """/proc says 535.183.01, the library file is 570.133.20: mismatch, and NVML is not even imported."""
     fake_root.module("nvidia")
     fake_root.write("proc/driver/nvidia/version", fixture_text("proc-version-proprietary-535.txt"))
-    monkeypatch.setattr(gather, "probe_library", lambda: REAL_LIB)
+    monkeypatch.setattr(source, "library", lambda: REAL_LIB)
     monkeypatch.setattr(gather, "_import_pynvml", Forbidden)
     facts = run_main(capsys, roots)[1]["ansible_facts"]["gpufleet_gpu"]
     assert facts["driver_state"] == "mismatch"
@@ -248,14 +246,14 @@ def test_versions_differ_without_init(capsys, monkeypatch, roots, fake_root):
     assert facts["health_status"] == "critical"
 
 
-def test_probe_library_on_a_host_without_one():
+def test_the_library_probe_on_a_host_without_one():
     """This CI machine has no libnvidia-ml.so.1: the probe says so instead of raising. Run in a fresh process,
     since another test in this one may have loaded the simulator, which dlopen would then find by its soname."""
     code = (
         "import ctypes, json, sys\n"
         "try:\n    ctypes.CDLL('libnvidia-ml.so.1')\nexcept OSError:\n    pass\nelse:\n    sys.exit(3)\n"
-        "from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import gather\n"
-        "print(json.dumps(gather.probe_library()))\n"
+        "from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import source\n"
+        "print(json.dumps(source.library()))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     env["PYTHONPATH"] = str(ROOT / "collections")
@@ -264,16 +262,16 @@ def test_probe_library_on_a_host_without_one():
         pytest.skip("a libnvidia-ml.so.1 is on this machine's library path; would check the not-found probe")
     assert proc.returncode == 0, proc.stderr
     probe = json.loads(proc.stdout)
-    assert (probe["found"], probe["simulator"], probe["version"]) == (False, False, None)
+    assert (probe["found"], probe["standalone"], probe["stand_in"], probe["version"]) == (False, None, {}, None)
 
 
 @pytest.mark.parametrize("text", [None, "", "not json", "[1, 2]"])
 def test_simulated_host_tolerates_bad_json(text):
-    assert gather.simulated_host(text) == {}
+    assert source.simulated_host(text) == {}
 
 
 def test_simulated_host_maps_profile_keys():
-    got = gather.simulated_host(
+    got = source.simulated_host(
         json.dumps(
             {
                 "driver_loaded": False,

@@ -2,6 +2,7 @@
 gpufleet.stack.systemd_units (what each unit needs), on recorded answers; driver_state once on localhost."""
 
 import pytest
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import source
 from ansible_collections.gpufleet.stack.plugins.modules import driver_state as ds
 from ansible_collections.gpufleet.stack.plugins.modules import systemd_units as su
 
@@ -23,15 +24,21 @@ def test_secure_boot(answer, efivar, enabled, source):
     assert (found["enabled"], found["source"]) == (enabled, source)
 
 
-def test_the_running_version_is_read_only_where_the_kernel_is_ours(tmp_path):
+def test_the_running_version_is_read_only_where_the_kernel_is_ours(tmp_path, monkeypatch):
     (tmp_path / "sys/module/nvidia").mkdir(parents=True)
     (tmp_path / "sys/module/nvidia/version").write_text("570.133.20\n")
-    assert ds.running_version(str(tmp_path), str(tmp_path), in_container=False) == "570.133.20"
-    assert ds.running_version(str(tmp_path), str(tmp_path), in_container=True) == ""
-    assert ds.running_version(str(tmp_path / "absent"), str(tmp_path / "absent"), in_container=False) == ""
-    # A sandbox node: the NVML simulator's profile stands in for the kernel module (host.kernel_module_version).
-    assert ds.running_version(str(tmp_path), str(tmp_path), True, {"version": "570.133.20"}) == "570.133.20"
-    assert ds.running_version(str(tmp_path), str(tmp_path), True, {"loaded": True}) == ""
+    none = source.NO_LIBRARY
+    monkeypatch.setenv("GPUFLEET_NVML_SIM_PROFILE", str(tmp_path / "absent.json"))
+    assert ds.running_version(none, str(tmp_path), str(tmp_path), in_container=False) == "570.133.20"
+    assert ds.running_version(none, str(tmp_path), str(tmp_path), in_container=True) == ""
+    assert ds.running_version(none, str(tmp_path / "absent"), str(tmp_path / "absent"), in_container=False) == ""
+    # A sandbox node: the NVML simulator's profile stands in for the kernel module (host.kernel_module_version), and
+    # only it: the container's sysfs is the container host's.
+    sim = {**none, "found": True, "stand_in": {"version": "570.133.21", "simulated": True}}
+    assert ds.running_version(sim, str(tmp_path), str(tmp_path), True) == "570.133.21"
+    assert ds.running_version(sim, str(tmp_path), str(tmp_path), False) == "570.133.21"
+    loaded = {**sim, "stand_in": {"loaded": True, "simulated": True}}
+    assert ds.running_version(loaded, str(tmp_path), str(tmp_path), True) == ""
 
 
 def test_the_next_boot_kernel_is_read_for_the_driver(run_module, tmp_path):

@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible.module_utils.common.yaml import SafeLoader
 from ansible_collections.gpufleet.stack.plugins.module_utils._common import schema as sc
 from ansible_collections.gpufleet.stack.plugins.module_utils._controller import inventory as inv
-from ansible_collections.gpufleet.stack.plugins.module_utils._controller.data_files import _SAFE_LOADER, read_yaml
+from ansible_collections.gpufleet.stack.plugins.module_utils._controller.data_files import read_yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = yaml.safe_load((ROOT / "data/inventory_schema.yml").read_text())
@@ -263,5 +264,5 @@ def test_controller_reads_data_files_as_safe_load_does(path):
     """The action plugins parse the shipped data with libyaml's loader where PyYAML has it (about 10x faster, once per
     task that reads them): the same data as yaml.safe_load, YAML 1.1 booleans and quoted versions included."""
     assert yaml.__with_libyaml__, "the toolchain's PyYAML has no libyaml: the controller falls back to the slow loader"
-    assert _SAFE_LOADER is yaml.CSafeLoader
+    assert SafeLoader is yaml.CSafeLoader  # what Ansible's yaml_load, which read_yaml calls, parses with
     assert read_yaml(ROOT / path) == yaml.safe_load((ROOT / path).read_text())

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpufleet.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Assemble ansible_facts['gpufleet_gpu']: probe the library safely, then NVML, then health and labels.
+"""Assemble ansible_facts['gpufleet_gpu']: the library and the host (source), then NVML, then health and labels.
 
 The kernel-log reader is passed in by the module (it needs run_command); everything else is here.
 """
@@ -8,8 +8,6 @@ The kernel-log reader is passed in by the module (it needs run_command); everyth
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import json
 import os
 import sys
 
@@ -19,7 +17,7 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._node.fabric.device
     nvlink_domain,
 )
 from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import findings as health
-from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import host
+from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu import host, source
 from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.labels import gfd_labels
 from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.nvml import (
     collect_gpus,
@@ -28,119 +26,8 @@ from ansible_collections.gpufleet.stack.plugins.module_utils._node.gpu.nvml impo
 )
 from ansible_collections.gpufleet.stack.plugins.module_utils._node.kernels import kernel_report, next_boot_problem
 
-LIBRARY = "libnvidia-ml.so.1"  # the soname pynvml loads on Linux
-SIM_MARKER = "gpufleet_nvml_sim_profile_path"
 # Where the pynvml role puts nvidia-ml-py (roles/pynvml/vars/main.yml); searched before the interpreter's own paths.
 BINDINGS_DIR = "/usr/local/lib/gpufleet/python"
-
-
-def _mapped_path(fragment):
-    """Path of the first mapped file whose name contains fragment (what dlopen really loaded)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            for line in maps:
-                path = line.split(None, 5)[-1].strip()
-                if fragment in path and path.startswith("/"):
-                    return path
-    except OSError:
-        pass
-    return None
-
-
-def probe_library():
-    """dlopen libnvidia-ml.so.1 the way pynvml will, without nvmlInit.
-
-    dlopen of the real library runs no code that touches /dev (tests/unit/gpu_facts/test_real_libnvidia_ml.py
-    proves it with Debian's libnvidia-ml1); only nvmlInit does. The simulator exports marker symbols.
-    """
-    try:
-        lib = ctypes.CDLL(LIBRARY)
-    except OSError as exc:
-        return {"found": False, "simulator": False, "path": None, "version": None, "error": str(exc)}
-    path = _mapped_path("libnvidia-ml")
-    probe = {"found": True, "simulator": False, "path": path, "version": host.library_version_from_path(path)}
-    if hasattr(lib, SIM_MARKER):
-        probe["simulator"] = True
-        for name, key in ((SIM_MARKER, "profile"), ("gpufleet_nvml_sim_host_json", "host_json")):
-            func = getattr(lib, name, None)
-            if func is not None:
-                func.restype = ctypes.c_char_p
-                raw = func()
-                probe[key] = raw.decode("utf-8", "replace") if raw else None
-        probe["version"] = probe["version"] or simulated_library_version(probe.get("profile"))
-    return probe
-
-
-def simulated_library_version(profile_path):
-    """The driver version the simulator stands in for: its override variable, else the profile's."""
-    override = os.environ.get("GPUFLEET_NVML_SIM_DRIVER_VERSION")
-    if override:
-        return override
-    try:
-        with open(profile_path or "", encoding="utf-8") as handle:
-            version = json.load(handle).get("driver_version")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return version if isinstance(version, str) else None
-
-
-# The sandbox's NVML simulator reads its profile from here (sandbox/nvml-sim); see unpowered_simulated_host.
-SIM_PROFILE = "/etc/gpufleet/nvml-sim/profile.json"
-
-
-def unpowered_simulated_host():
-    """A sandbox node with simulated GPUs and no driver yet: only their PCI functions, from the simulator's profile.
-
-    On real hardware sysfs lists the GPUs and NVSwitches before any driver is installed, which is how the driver
-    role decides on Fabric Manager for a new host; a sandbox node's sysfs is the host machine's, so the profile
-    stands in for it. Nothing else of the profile is used: without the library there is no NVML to ask."""
-    try:
-        with open(os.environ.get("GPUFLEET_NVML_SIM_PROFILE") or SIM_PROFILE, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    mapped = simulated_host(json.dumps(data.get("host") or {})) if isinstance(data, dict) else {}
-    return {"pci_devices": mapped["pci_devices"]} if mapped.get("pci_devices") else {}
-
-
-def simulated_host(host_json):
-    """The simulator profile's `host` object mapped onto our host facts; {} when absent or unreadable."""
-    try:
-        data = json.loads(host_json or "{}")
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    mapped = {}
-    if "driver_loaded" in data:
-        mapped["loaded"] = bool(data["driver_loaded"])
-    for key, ours in (
-        ("kernel_module_version", "version"),
-        ("kernel_module_flavor", "flavor"),
-        ("nouveau_loaded", "nouveau_loaded"),
-        ("machine", "machine"),
-    ):
-        if key in data:
-            mapped[ours] = data[key]
-    lines = data.get("xid_lines", data.get("kernel_log"))
-    if isinstance(lines, str):
-        lines = lines.splitlines()
-    if isinstance(lines, list):
-        mapped["kernel_log_lines"] = [str(line) for line in lines]
-    devices = data.get("pci_devices")
-    if isinstance(devices, list):
-        mapped["pci_devices"] = [
-            host.pci_device(
-                dev.get("bus_id"),
-                dev.get("vendor_id", host.NVIDIA_PCI_VENDOR),
-                dev.get("device_id"),
-                dev.get("class", ""),
-                dev.get("driver"),
-            )
-            for dev in devices
-            if isinstance(dev, dict)
-        ]
-    return mapped
 
 
 def empty_facts():
@@ -227,21 +114,16 @@ def _run_nvml(facts, nvml, params, kmod):
             nvml.nvmlShutdown()
 
 
-def gather(params, read_kernel_log, probe=None):
-    """Build the facts dict. read_kernel_log() -> (lines or None, source, note)."""
+def gather(params, read_kernel_log, lib=None):
+    """Build the facts dict. read_kernel_log() -> (lines or None, source, note); lib: source.library()'s answer."""
     facts = empty_facts()
-    probe = probe if probe is not None else probe_library()
-    kmod = host.read_kernel_module(params.get("sysfs_root", "/"), params.get("procfs_root", "/"))
-    pci = host.read_pci_devices(params.get("sysfs_root", "/"))
-    sim = simulated_host(probe.get("host_json")) if probe.get("simulator") else {}
-    if not probe.get("found") and not any(dev["is_gpu"] for dev in pci):
-        sim = unpowered_simulated_host()
-    kmod.update({k: sim[k] for k in ("loaded", "version", "flavor", "nouveau_loaded") if k in sim})
-    pci = sim.get("pci_devices", pci)
+    lib = lib if lib is not None else source.library()
+    view = source.host_view(lib, params.get("sysfs_root", "/"), params.get("procfs_root", "/"))
+    kmod, pci = view["kernel_module"], view["pci_devices"]
     facts.update(
         {
-            "simulated": bool(probe.get("simulator") or sim),
-            "library_version": probe.get("version"),
+            "simulated": view["simulated"],
+            "library_version": lib.get("version"),
             "kernel_module_version": kmod["version"],
             "kernel_module_flavor": kmod["flavor"] if kmod["loaded"] else None,
             "nouveau_loaded": bool(kmod["nouveau_loaded"]),
@@ -252,12 +134,12 @@ def gather(params, read_kernel_log, probe=None):
         }
     )
 
-    call_init, state, reason = host.plan_probe(kmod["loaded"], probe.get("found"), probe.get("simulator"))
-    if call_init and not probe.get("simulator") and host.versions_mismatch(probe.get("version"), kmod["version"]):
+    call_init, state, reason = host.plan_probe(kmod["loaded"], lib.get("found"), lib.get("standalone"))
+    if call_init and not lib.get("standalone") and host.versions_mismatch(lib.get("version"), kmod["version"]):
         # Packages upgraded without a reboot: nvmlInit would only answer LIB_RM_VERSION_MISMATCH.
         call_init, state, reason = (
             False,
-            *host.classify_init_error(host.NVML_ERROR_LIB_RM_VERSION_MISMATCH, probe.get("version"), kmod["version"]),
+            *host.classify_init_error(host.NVML_ERROR_LIB_RM_VERSION_MISMATCH, lib.get("version"), kmod["version"]),
         )
     facts["driver_state"], facts["driver_state_reason"] = state, reason
     nvml, facts["nvml_bindings"] = _import_pynvml() if call_init else (None, None)
@@ -265,14 +147,14 @@ def gather(params, read_kernel_log, probe=None):
         facts["driver_state"] = "error"
         facts["driver_state_reason"] = "the pynvml module (PyPI nvidia-ml-py) is not installed on the managed host"
     elif call_init:
-        facts["source"] = "nvml-simulator" if probe.get("simulator") else "nvml"
+        facts["source"] = lib.get("source") or "nvml"
         _run_nvml(facts, nvml, params, kmod)
 
     if params.get("gather_fabric", True):
         buses = [gpu["pci_bus_id"] for gpu in facts["gpus"] if gpu.get("pci_bus_id")]
         facts["fabric"] = fabric_facts(params.get("sysfs_root", "/"), buses)
     _nvlink_needs(facts)
-    _health_and_labels(facts, params, read_kernel_log, sim)
+    _health_and_labels(facts, params, read_kernel_log, view)
     return facts
 
 
@@ -288,7 +170,7 @@ def _nvlink_needs(facts):
     facts["nvlink_domain"] = nvlink_domain(facts["gpus"]) if facts["imex_required"] else None
 
 
-def _health_and_labels(facts, params, read_kernel_log, sim):
+def _health_and_labels(facts, params, read_kernel_log, view):
     findings = health.host_findings(
         facts["driver_state"],
         facts["driver_state_reason"],
@@ -299,12 +181,9 @@ def _health_and_labels(facts, params, read_kernel_log, sim):
     for gpu in facts["gpus"]:
         findings.extend(health.gpu_findings(gpu, params.get("temperature_threshold", 85)))
     if params.get("kernel_log", True):
-        if "kernel_log_lines" in sim:
-            lines, source, note = sim["kernel_log_lines"], "simulator", "kernel log lines from the simulator profile"
-        else:
-            lines, source, note = read_kernel_log()
+        lines, where, note = source.kernel_log(view, read_kernel_log)
         xid_lines = host.kernel_log_xid_lines("\n".join(lines or []))
-        facts["kernel_log"] = {"read": lines is not None, "source": source, "note": note, "xid_lines": xid_lines}
+        facts["kernel_log"] = {"read": lines is not None, "source": where, "note": note, "xid_lines": xid_lines}
         findings.extend(health.xid_findings(xid_lines, facts["gpus"]))
     else:
         facts["kernel_log"]["note"] = "kernel_log=false: not read"
@@ -319,5 +198,5 @@ def _health_and_labels(facts, params, read_kernel_log, sim):
         facts["driver_version"],
         facts["cuda_driver_version"],
         facts["gpus"],
-        sim.get("machine", host.read_machine(params.get("sysfs_root", "/"))),
+        view["machine"],
     )

@@ -117,15 +117,16 @@ def read_pci_devices(sysfs_root="/"):
     return found
 
 
-def plan_probe(kmod_loaded, lib_found, lib_is_simulator):
+def plan_probe(kmod_loaded, lib_found, standalone=None):
     """Decide whether nvmlInit may be called.
 
     Returns (call_init, driver_state, reason); driver_state is None when call_init is True.
     The real libnvidia-ml, run as root, creates /dev/nvidiactl during nvmlInit when the module is absent,
-    so without a loaded module we never initialise it. The gpufleet simulator touches no device node.
+    so without a loaded module we never initialise it. standalone: why a library that touches no device node
+    (source.library's) is safe to initialise anyway.
     """
-    if lib_found and lib_is_simulator:
-        return True, None, "libnvidia-ml.so.1 is the gpufleet NVML simulator; it is safe to initialise"
+    if lib_found and standalone:
+        return True, None, standalone
     if not lib_found and not kmod_loaded:
         return False, "not_installed", "no libnvidia-ml.so.1 on the library path and no nvidia kernel module"
     if not lib_found:
