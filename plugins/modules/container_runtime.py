@@ -111,6 +111,12 @@ changed_engines:
   returned: always
   type: list
   elements: str
+changed_units:
+  description: The systemd units of O(engines) whose config changed (or would), in the same order.
+  returned: always
+  type: list
+  elements: str
+  sample: [docker.service]
 dev_char_links:
   description: The C(/dev/char) links made for the NVIDIA device nodes (would be, in check mode).
   returned: always
@@ -145,6 +151,7 @@ def cdi_decision(cdi, driver_paths, present):
 
 
 REFRESH_OUTPUT = "NVIDIA_CTK_CDI_OUTPUT_FILE_PATH"
+UNITS = {"docker": "docker.service", "containerd": "containerd.service"}  # each engine's systemd unit
 
 
 def refresh_env_text(current, spec):
@@ -275,6 +282,7 @@ def main():
         or bool(cdi["refresh"].get("changed")),
         configs=configs,
         changed_engines=changed_engines,
+        changed_units=[UNITS[engine] for engine in changed_engines if engine in UNITS],
         dev_char_links=links,
         cdi=cdi,
         diff=files.diffs,

@@ -3,6 +3,7 @@ other, the compatibility engine has one door, plugins import no other plugin, an
 every module the health collector imports."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,21 @@ def test_the_monitoring_role_installs_every_module_the_health_collector_imports(
     assert sorted(n for n in needed if n.split(".")[0] not in packages) == []
     script = (ROOT / "roles" / "gpu_monitoring" / "files" / "gpufleet-gpu-health").read_text()
     assert "plugins.module_utils._node.health.collector import" in script
+
+
+def registered(role):
+    """The names a role's tasks and handlers register."""
+    names = set()
+    for path in [*(role / "tasks").glob("*.yml"), *(role / "handlers").glob("*.yml")]:
+        names |= set(re.findall(r"^\s*register:\s*(\w+)", path.read_text(), re.M))
+    return names
+
+
+@pytest.mark.parametrize(
+    "role", sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "vars" / "main.yml").is_file())
+)
+def test_no_role_variable_reads_a_registered_result(role):
+    """A role's decisions are a task in its stage file or a module/filter call named there: no vars/main.yml
+    expression reads what a task registered (where a reader would have to find which task, when)."""
+    text = (ROOT / "roles" / role / "vars" / "main.yml").read_text()
+    assert sorted(n for n in registered(ROOT / "roles" / role) if re.search(rf"\b{n}\b", text)) == []

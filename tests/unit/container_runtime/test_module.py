@@ -79,7 +79,11 @@ def test_configs_are_merged_once_keeping_keys_modes_and_a_backup(run_module, hos
     rc, result = run_module("gpufleet.stack.container_runtime", args)
     assert (rc, result["changed"], result["changed_engines"]) == (0, False, []), result
     rc, result = run_module("gpufleet.stack.container_runtime", {**args, "default_runtime": True})
-    assert (rc, result["changed_engines"]) == (0, ["docker"]) and json.loads(docker.read_text())["default-runtime"]
+    assert (rc, result["changed_engines"], result["changed_units"]) == (
+        0,
+        ["docker"],
+        ["docker.service"],
+    ) and json.loads(docker.read_text())["default-runtime"]
 
 
 def test_check_mode_predicts_and_diff_shows_the_merge(run_module, host):
@@ -116,6 +120,7 @@ def test_a_driver_waiting_for_its_reboot_skips_the_cdi_spec_and_the_udev_rule_is
     rule = (tmp_path / "rules.d/71-nvidia-dev-char.rules").read_text()
     assert 'RUN+="' + args["ctk"] + ' system create-dev-char-symlinks --create-all"' in rule
     assert result["changed_engines"] == ["docker", "containerd"]  # the udev rule is no engine to restart
+    assert result["changed_units"] == ["docker.service", "containerd.service"]
 
 
 def test_without_nvidia_ctk_check_mode_predicts_and_a_run_refuses(run_module, host):
