@@ -9,7 +9,7 @@ NODES ?= 2
 PROFILE ?= a100-sxm4-40gb-x8-nvswitch
 SCENARIO ?= sandbox
 
-.PHONY: demo setup venv engine images tools test lint sanity unit integration molecule build lock clean
+.PHONY: demo setup venv engine images tools test lint sanity unit integration molecule mutation build lock clean
 
 ## demo: the README's first command — toolchain, engine, images, the offline NVIDIA mirror, NODES sandbox nodes
 ## with simulated GPUs (PROFILE from sandbox/nvml-sim/profiles) and no driver; site.yml builds the stack, then
@@ -67,6 +67,12 @@ integration: setup
 ## molecule: one scenario (make molecule SCENARIO=sandbox)
 molecule: setup
 	molecule test -s $(SCENARIO)
+
+## mutation: how many one-line bugs the unit tests catch in the pure module_utils (benchmarks/mutation.py, mutmut on a
+## copy of the tree; not in CI: tens of minutes). MODULES="_common/versions.py ..." runs a few.
+MODULES ?=
+mutation: venv
+	$(PY) benchmarks/mutation.py $(MODULES)
 
 build: venv
 	ansible-galaxy collection build --force --output-path build

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Mutation run over the pure module_utils code: how many one-line bugs the unit tests catch.
+
+Usage: benchmarks/mutation.py [MODULE ...]   (make mutation; MODULES="_common/versions.py ..." for a few)
+
+mutmut (PyPI, 2.5.1: it mutates a file in place and runs a command) changes one operator, constant, comparison or
+keyword at a time in each module below and runs that module's unit tests; a mutant the tests pass is one a real bug
+of that shape would slip through. The run works on a copy of the tracked tree under .cache/mutation/tree, so an
+interrupted run never leaves a mutated file in the checkout and a scenario may run beside it. Prints one row per
+module (mutants, killed, survived, kill rate) and the total; the surviving mutants, as diffs, go to
+.cache/mutation/survivors.txt. Not part of CI: a full run takes tens of minutes on two cores.
+"""
+
+import argparse
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / ".cache" / "mutation"
+TREE = WORK / "tree"
+MUTMUT = "mutmut==2.5.1"
+UTILS = "plugins/module_utils"
+
+# Each pure module and the unit tests that are its specification. Every module here does no I/O of its own (or
+# reads only a root it is given): what its tests do not pin, a mutant shows.
+TARGETS = {
+    "_common/versions.py": ["tests/unit/stack/test_versions.py"],
+    "_common/xid.py": ["tests/unit/gpu_facts/test_xid.py", "tests/unit/gpu_facts/test_health.py"],
+    "_node/gpu/findings.py": ["tests/unit/gpu_facts/test_health.py"],
+    "_node/kernels.py": ["tests/unit/kernels/test_kernels.py"],
+    "_node/slurm/scontrol.py": ["tests/unit/slurm/test_slurm.py"],
+    "_node/health/loop.py": ["tests/unit/monitoring/test_health_loop.py"],
+    "_node/stack/packages.py": ["tests/unit/stack/test_parse.py"],
+    "_node/fabric/devices.py": ["tests/unit/fabric/test_fabric.py"],
+}
+DETECTED = ("ok_killed", "bad_timeout", "ok_suspicious")
+
+
+def copy_tree():
+    """The tracked files (and the untracked ones git does not ignore) into TREE, afresh."""
+    shutil.rmtree(TREE, ignore_errors=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, listed):
+        src, dst = ROOT / os.fsdecode(name), TREE / os.fsdecode(name)
+        if not src.exists() and not src.is_symlink():
+            continue  # deleted in the working tree, not yet in the index
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            dst.symlink_to(os.readlink(src))
+        else:
+            shutil.copy2(src, dst)
+
+
+def mutmut():
+    """The mutmut command, installed beside the toolchain on first use (not in requirements: CI never runs it)."""
+    tool = ROOT / ".venv" / "bin" / "mutmut"
+    if not tool.exists():
+        subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "pip", "install", "-q", MUTMUT], check=True)
+    return str(tool)
+
+
+def run_one(tool, module, tests):
+    runner = f"{ROOT / '.venv' / 'bin' / 'python'} -m pytest -x -q -p no:cacheprovider -o addopts= " + " ".join(tests)
+    started = time.monotonic()
+    subprocess.run(
+        [tool, "run", "--paths-to-mutate", f"{UTILS}/{module}", "--runner", runner, "--no-progress", "--CI"],
+        cwd=TREE,
+        stdout=subprocess.DEVNULL,
+        check=True,
+    )
+    return time.monotonic() - started
+
+
+def counts(module):
+    """{status: n} of the module's mutants in mutmut's cache."""
+    with sqlite3.connect(TREE / ".mutmut-cache") as db:
+        rows = db.execute(
+            "SELECT Mutant.status, COUNT(*) FROM Mutant JOIN Line ON Mutant.line = Line.id "
+            "JOIN SourceFile ON Line.sourcefile = SourceFile.id WHERE SourceFile.filename = ? GROUP BY Mutant.status",
+            (f"{UTILS}/{module}",),
+        ).fetchall()
+    return dict(rows)
+
+
+def survivors(tool):
+    """Each surviving mutant as mutmut shows it (the diff)."""
+    with sqlite3.connect(TREE / ".mutmut-cache") as db:
+        ids = [row[0] for row in db.execute("SELECT id FROM Mutant WHERE status = 'bad_survived' ORDER BY id")]
+    shown = [
+        subprocess.run([tool, "show", str(i)], cwd=TREE, capture_output=True, text=True, check=True).stdout for i in ids
+    ]
+    return "\n".join(shown)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", help=f"modules under {UTILS} (default: all of {len(TARGETS)})")
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.modules if m not in TARGETS]
+    if unknown:
+        parser.error(f"not a target: {', '.join(unknown)}; targets: {', '.join(TARGETS)}")
+    tool = mutmut()
+    copy_tree()
+    print(f"{'module':32} {'mutants':>7} {'killed':>7} {'survived':>8} {'kill rate':>9} {'seconds':>8}")
+    total = {"mutants": 0, "killed": 0}
+    for module in args.modules or TARGETS:
+        seconds = run_one(tool, module, TARGETS[module])
+        found = counts(module)
+        mutants = sum(found.values())
+        killed = sum(found.get(s, 0) for s in DETECTED)
+        survived = found.get("bad_survived", 0)
+        total["mutants"] += mutants
+        total["killed"] += killed
+        rate = 100.0 * killed / mutants if mutants else 0.0
+        print(f"{module:32} {mutants:7} {killed:7} {survived:8} {rate:8.1f}% {seconds:8.0f}", flush=True)
+    rate = 100.0 * total["killed"] / total["mutants"] if total["mutants"] else 0.0
+    print(f"{'total':32} {total['mutants']:7} {total['killed']:7} {total['mutants'] - total['killed']:8} {rate:8.1f}%")
+    (WORK / "survivors.txt").write_text(survivors(tool))
+    print(f"surviving mutants: {WORK / 'survivors.txt'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
