@@ -31,11 +31,11 @@ UTILS = "plugins/module_utils"
 TARGETS = {
     "_common/versions.py": ["tests/unit/stack/test_versions.py"],
     "_common/xid.py": ["tests/unit/gpu_facts/test_xid.py", "tests/unit/gpu_facts/test_health.py"],
-    "_node/gpu/findings.py": ["tests/unit/gpu_facts/test_health.py"],
+    "_node/gpu/findings.py": ["tests/unit/gpu_facts/test_findings.py", "tests/unit/gpu_facts/test_health.py"],
     "_node/kernels.py": ["tests/unit/kernels/test_kernels.py"],
     "_node/slurm/scontrol.py": ["tests/unit/slurm/test_slurm.py"],
     "_node/health/loop.py": ["tests/unit/monitoring/test_health_loop.py"],
-    "_node/stack/packages.py": ["tests/unit/stack/test_parse.py"],
+    "_node/stack/packages.py": ["tests/unit/stack/test_packages.py", "tests/unit/stack/test_parse.py"],
     "_node/fabric/devices.py": ["tests/unit/fabric/test_fabric.py"],
 }
 DETECTED = ("ok_killed", "bad_timeout", "ok_suspicious")

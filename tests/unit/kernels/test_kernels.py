@@ -195,3 +195,90 @@ def test_log_tail_is_bounded_and_decoded():
     tail = k.log_tail(text, lines=3, width=40).splitlines()
     assert tail[:2] == ["line 98", "line 99"]
     assert tail[2].startswith("\ufffd bad byte") and len(tail[2]) == 40
+
+
+# Boundaries and second branches (make mutation).
+def test_versions_sort_numbers_before_words_and_split_on_every_separator():
+    releases = ["6.1.0-rc1-amd64", "6.1.0-28-amd64", "6.1.0-9-amd64", "6.12.9+bpo-amd64", "6.1.0~1-amd64"]
+    assert sorted(releases, key=k.version_key) == [
+        "6.1.0~1-amd64",
+        "6.1.0-9-amd64",
+        "6.1.0-28-amd64",
+        "6.1.0-rc1-amd64",
+        "6.12.9+bpo-amd64",
+    ]
+    assert k.version_key("6.1") == [(0, 6, ""), (0, 1, "")]
+    assert k.version_key("rc") == [(1, 0, "rc")]
+
+
+def test_only_named_images_are_kernels(tmp_path):
+    assert k.installed_kernels(str(tmp_path)) == []  # no /boot at all
+    (tmp_path / "boot").mkdir()
+    for name in ("vmlinuz-", "vmlinuz", "vmlinuz.old", "initrd.img-6.1.0-28-amd64", "vmlinuz-6.1.0-28-amd64"):
+        (tmp_path / "boot" / name).write_text("")
+    assert k.installed_kernels(str(tmp_path)) == ["6.1.0-28-amd64"]
+    assert k.next_boot_kernel(str(tmp_path)) == ("6.1.0-28-amd64", "the newest installed kernel image")
+    assert k.next_boot_kernel(str(tmp_path / "empty")) == (
+        None,
+        "no kernel image in /boot (a container, or an image without a kernel)",
+    )
+
+
+def test_a_boot_vmlinuz_link_names_the_next_kernel(tmp_path):
+    kernel(tmp_path, "6.1.0-28-amd64")
+    kernel(tmp_path, "6.1.0-30-amd64")
+    os.symlink("vmlinuz-6.1.0-28-amd64", tmp_path / "boot" / "vmlinuz")
+    assert k.next_boot_kernel(str(tmp_path)) == ("6.1.0-28-amd64", "/boot/vmlinuz points to it")
+    assert k.kernel_targets(str(tmp_path), "6.1.0-28-amd64") == ["6.1.0-28-amd64"]  # running and next: once
+
+
+@pytest.mark.parametrize("name", ["nvidia", "nvidia-current", "nvidia-current-open"])
+def test_dkms_trees_of_each_packaging_are_read(tmp_path, name):
+    kernel(tmp_path, "6.1.0-28-amd64", module=True, dkms="550.163.01", name=f"{name}.ko")
+    assert k.dkms_versions(str(tmp_path), "6.1.0-28-amd64") == {name: ["550.163.01"]}
+    # No modinfo: DKMS' tree says which versions were built, found by the module's own name.
+    report = k.module_report(str(tmp_path), "6.1.0-28-amd64", "550.163.01")
+    assert (report["versions"], report["matches"], report["detail"]) == (
+        ["550.163.01"],
+        True,
+        "nvidia module 550.163.01",
+    )
+
+
+def test_module_details_name_what_differs(tmp_path):
+    kernel(tmp_path, "6.1.0-28-amd64", module=True, name="nvidia.ko.xz")
+    old = k.module_report(str(tmp_path), "6.1.0-28-amd64", "570.1", modinfo=lambda path: "550.2")
+    assert (old["matches"], old["detail"]) == (False, "nvidia module 550.2, not the installed driver 570.1")
+    unknown = k.module_report(str(tmp_path), "6.1.0-28-amd64", "570.1", modinfo=lambda path: None)
+    assert (unknown["matches"], unknown["detail"]) == (True, "nvidia module (version unknown)")
+    report = k.kernel_report(str(tmp_path), "6.1.0-28-amd64", "570.1", modinfo=lambda path: "550.2")
+    assert (report["running"], report["next_boot_source"]) == ("6.1.0-28-amd64", "the newest installed kernel image")
+    assert k.next_boot_problem(report, None) is None
+    assert k.next_boot_problem(report, "570.1") == (
+        "the kernel that boots next (6.1.0-28-amd64, the newest installed kernel image) has nvidia module 550.2, not "
+        "the installed driver 570.1: after a reboot driver 570.1 would not load. Install its headers "
+        "(linux-headers-6.1.0-28-amd64) so DKMS builds the module (dkms autoinstall -k 6.1.0-28-amd64), or make "
+        "another kernel the default"
+    )
+
+
+@pytest.mark.parametrize("flavour", ["amd64", "cloud-amd64", "rt-amd64", "arm64", "rt-arm64", "cloud-arm64"])
+def test_every_debian_flavour_gets_its_headers_metapackage(flavour):
+    assert k.kernel_packages([f"6.1.0-28-{flavour}"]) == [
+        "dkms",
+        f"linux-headers-6.1.0-28-{flavour}",
+        f"linux-headers-{flavour}",
+    ]
+
+
+def test_a_foreign_flavour_gets_no_metapackage_and_an_empty_root_is_the_filesystems():
+    assert k.kernel_packages(["6.8.0-45-generic"]) == ["dkms", "linux-headers-6.8.0-45-generic"]
+    assert k.flavour("") == ""
+    assert k._under("", "/boot") == "/boot"
+    assert k._under(None, "boot") == "/boot"
+
+
+def test_log_tail_keeps_the_last_25_lines_of_300_characters():
+    text = "\n".join(f"{i:03d}" + "x" * 400 for i in range(40))
+    tail = k.log_tail(text).splitlines()
+    assert len(tail) == 25 and tail[0].startswith("015") and {len(line) for line in tail} == {300}

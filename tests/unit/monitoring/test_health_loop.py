@@ -116,3 +116,79 @@ def test_a_long_reason_stays_one_slurm_line():
     long = finding("critical", None, "x" * 400)
     reason = loop.decide(node(), [long])["reason"]
     assert len(reason) <= 240 and reason.endswith("...")
+
+
+# Every decision whole, including the reason and why it gives, and the second branches (make mutation).
+OURS = "gpufleet-health: GPU 3: temperature at or over the card's slowdown threshold (limit 89)"
+
+
+@pytest.mark.parametrize(
+    ("state", "reason", "findings", "expected"),
+    [
+        ("IDLE", "", [HOT], ("drain", OURS, "critical finding on a node Slurm has not drained", True)),
+        (
+            "IDLE+DRAIN",
+            OURS,
+            [HOT],
+            ("none", OURS, "still critical; already drained by the health loop for this reason", True),
+        ),
+        (
+            "IDLE+DRAIN",
+            "gpufleet-health: GPU 1: uncorrectable ECC errors since boot (limit 0)",
+            [HOT],
+            ("renew", OURS, "still critical; our drain's reason updated to the findings of this run", True),
+        ),
+        (
+            "IDLE+DRAIN",
+            "disk swap",
+            [HOT],
+            ("keep", OURS, "critical, but it carries someone else's reason (disk swap): left alone", False),
+        ),
+        (
+            "DOWN",
+            "Not responding",
+            [HOT],
+            ("keep", OURS, "critical, but Slurm has it DOWN (Not responding): left alone", False),
+        ),
+        ("IDLE+FAIL", "", [HOT], ("keep", OURS, "critical, but Slurm has it IDLE+FAIL: left alone", False)),
+        ("IDLE+DRAIN", OURS, [], ("resume", OURS, "no critical finding: resuming our own drain", False)),
+        # Resuming a node Slurm has DOWN is not ours to do, even with our reason on it.
+        ("DOWN+DRAIN", OURS, [], ("none", OURS, "healthy, but drained by someone else: left drained", False)),
+        (
+            "IDLE+DRAIN",
+            "disk swap",
+            [],
+            ("none", "disk swap", "healthy, but drained by someone else: left drained", False),
+        ),
+        ("IDLE", "", [WARM], ("none", "", "healthy and not drained", False)),
+        ("MIXED", "", [NEXT_KERNEL], ("none", "", "healthy and not drained", False)),
+    ],
+)
+def test_each_decision_whole(state, reason, findings, expected):
+    decision = loop.decide(node(state=state, reason=reason), findings)
+    assert (decision["action"], decision["reason"], decision["why"], decision["drained_by_us"]) == expected
+
+
+def test_a_reason_names_the_node_or_the_gpu_and_a_numeric_limit_only():
+    host = finding("critical", None, "NVML sees 7 of 8 GPUs on the PCI bus", 7, 8)
+    assert loop.reason_for([host]) == "gpufleet-health: node: NVML sees 7 of 8 GPUs on the PCI bus (limit 8)"
+    remap = finding("critical", 0, "row remapping failed: the GPU needs service", True, False)
+    assert loop.reason_for([remap]) == "gpufleet-health: GPU 0: row remapping failed: the GPU needs service"
+    flagged = finding("critical", 0, "x", 1.5, 2.5)
+    assert loop.reason_for([flagged, HOT, ECC]) == "gpufleet-health: GPU 0: x (limit 2.5); +2 more"
+    gone = finding("critical", 1, "gpu not accessible through NVML", "Unknown Error")
+    assert loop.reason_for([gone]) == "gpufleet-health: GPU 1: gpu not accessible through NVML"
+
+
+@pytest.mark.parametrize(
+    ("action", "argv"),
+    [
+        ("drain", ["scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=r"]),
+        ("renew", ["scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=r"]),
+        ("resume", ["scontrol", "update", "NodeName=n1", "State=RESUME"]),
+        ("keep", None),
+        ("none", None),
+    ],
+)
+def test_only_drain_renew_and_resume_call_scontrol(action, argv):
+    assert loop.scontrol_argv("n1", {"action": action, "reason": "r"}) == argv

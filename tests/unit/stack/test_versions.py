@@ -119,3 +119,78 @@ def test_variant_from_cuda():
 def test_package_versions(raw, upstream, build):
     assert v.package_version(raw) == upstream
     assert v.package_cuda_build(raw) == build
+
+
+# Boundaries and second branches (make mutation): each comparison at its edge, on both sides.
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [(90000, "9.0.0"), (89999, "89.9.99"), (8902, "8.9.2"), (91002, "9.10.2"), ("90100", "9.1.0")],
+)
+def test_cudnn_code_at_the_format_change(code, expected):
+    """cuDNN 9.0.0 is 90000, the first code of the new packing; a code just below it is the old packing's."""
+    assert v.cudnn_from_code(code) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"), [(20900, "2.9.0"), (20899, "20.8.99"), (2804, "2.8.4"), (22803, "2.28.3")]
+)
+def test_nccl_code_at_the_format_change(code, expected):
+    assert v.nccl_from_code(code) == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "actual", "ok"),
+    [
+        (">=12.4", "12.4", True),
+        (">=12.4", "12.3.9", False),
+        ("<=12.4", "12.4", True),
+        ("<=12.4", "12.4.1", False),
+        (">12.4", "12.4", False),
+        (">12.4", "12.4.1", True),
+        ("<13", "13", False),
+        ("<13", "12.9", True),
+        ("570.", "570.133.20", True),  # a trailing dot is the branch
+        ("570,>=570.2", "570.1", False),  # a branch that matches does not end the check
+        ("570,>=570.2", "570.2", True),
+        ("==12.8", "12.8.1", True),
+        ("!=12.8", "12.8.1", False),
+        ("*", "anything", True),
+        (" ", "12.8", True),
+        (None, None, True),
+        ("12.8", "unknown", False),
+    ],
+)
+def test_matches_at_each_edge(spec, actual, ok):
+    assert v.matches(spec, actual) is ok
+
+
+@pytest.mark.parametrize(
+    ("version", "parsed", "xy", "major"),
+    [
+        (" v12.8.93 ", (12, 8, 93), "12.8", 12),
+        ("V570", (570,), "570", 570),
+        ("unknown", None, None, None),
+        (None, None, None, None),
+    ],
+)
+def test_parse_major_minor_and_major(version, parsed, xy, major):
+    assert (v.parse(version), v.major_minor(version), v.major(version)) == (parsed, xy, major)
+
+
+def test_prefix_match_needs_both_sides():
+    assert v.prefix_match(None, "570.1") is False
+    assert v.prefix_match("570", None) is False
+    assert v.prefix_match("570", "5700.1") is False
+
+
+def test_compare_names_both_values_when_it_cannot():
+    with pytest.raises(ValueError, match=r"cannot compare versions 'x' and '12.8'"):
+        v.compare("x", "12.8")
+
+
+@pytest.mark.parametrize(
+    ("raw", "upstream"),
+    [("-1", None), ("", None), (None, None), ("2:1.2-1", "1.2"), ("1:9.8.0.87-1", "9.8.0.87")],
+)
+def test_package_version_edges(raw, upstream):
+    assert v.package_version(raw) == upstream

@@ -71,9 +71,9 @@ def classify(packages):
 def driver_flavor(names):
     """Kernel module flavour from the installed driver packages: "open", "proprietary" or None."""
     names = set(names)
-    if any(
-        n == "nvidia-open" or n.startswith("nvidia-open-") or n.endswith("-open") or "kernel-open" in n for n in names
-    ):
+    # nvidia-open-570 (NVIDIA's), nvidia-driver-570-open (Ubuntu's), nvidia-kernel-open-dkms (Debian's),
+    # kmod-nvidia-open-dkms (RHEL's).
+    if any(n == "nvidia-open" or "nvidia-open-" in n or n.endswith("-open") or "kernel-open" in n for n in names):
         return "open"
     if any(n.startswith("cuda-drivers") or n in ("nvidia-kernel-dkms", "nvidia-driver") for n in names):
         return "proprietary"
