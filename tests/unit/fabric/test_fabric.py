@@ -2,6 +2,7 @@
 whose GID table a real ConnectX-6 showed through show_gids (the rest in the kernel's formats; see each fixture's
 header); GPU-to-NIC distances as nvidia-smi topo names them."""
 
+import itertools
 import shutil
 from pathlib import Path
 
@@ -215,3 +216,87 @@ def test_gpus_on_nvlink_switches_outside_the_node(probes, local, multinode):
 def test_a_grace_superchip_is_on_outside_switches_before_its_fabric_registers(name, multinode):
     gpus = [{"name": name, "fabric": {**GB200, "state": "not_started", "cluster_uuid": ZERO}}] * 4
     assert fab.multinode_nvlink(gpus, False) is multinode
+
+
+# Each bound on what a node reports, and the second branches (make mutation).
+def test_every_field_a_node_reports_is_cut_to_its_own_bound(tmp_path):
+    dev = tmp_path / "sys/class/infiniband/mlx5_0"
+    port = dev / "ports/1"
+    for sub in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
+        (port / sub).mkdir(parents=True)
+    long = "a" * 5000
+    for name in ("node_guid", "fw_ver", "hca_type", "board_id"):
+        (dev / name).write_text(long)
+    (dev / "node_type").write_text("1: " + "CA" * 100)
+    for name in ("link_layer", "lid", "state", "phys_state"):
+        (port / name).write_text(long)
+    (port / "gids" / "0").write_text("fe80:0000:0000:0000:0000:0000:0000:0001")
+    (port / "gid_attrs/types/0").write_text(long)
+    (port / "gid_attrs/ndevs/0").write_text(long)
+    (read,) = fab.read_rdma(str(tmp_path))
+    (got,) = read["ports"]
+    lengths = {k: len(read[k]) for k in ("node_guid", "fw_ver", "hca_type", "board_id", "node_type")}
+    assert lengths == {"node_guid": 32, "fw_ver": 64, "hca_type": 64, "board_id": 64, "node_type": 29}
+    assert (len(got["link_layer"]), len(got["lid"])) == (32, 16)
+    assert (len(got["gids"][0]["type"]), len(got["gids"][0]["ndev"])) == (32, 64)
+
+
+def test_text_is_decoded_with_replacement_and_control_characters_removed(tmp_path):
+    dev = tmp_path / "sys/class/infiniband/mlx5_0"
+    dev.mkdir(parents=True)
+    (dev / "fw_ver").write_bytes(b"28.39\xff.1002\x07\n")
+    (read,) = fab.read_rdma(str(tmp_path))
+    assert read["fw_ver"] == "28.39\ufffd.1002"
+
+
+def test_at_most_64_devices_and_64_gids_in_index_order(tmp_path):
+    base = tmp_path / "sys/class/infiniband"
+    for i in range(70):
+        (base / f"mlx5_{i:02d}").mkdir(parents=True)
+    assert len(fab.read_rdma(str(tmp_path))) == 64
+    port = tmp_path / "port"
+    (port / "gids").mkdir(parents=True)
+    for i in range(70):
+        (port / "gids" / str(i)).write_text(f"fe80:0000:0000:0000:0000:0000:0000:{i + 1:04x}")
+    (port / "gids" / "default").write_text("fe80:0000:0000:0000:0000:0000:0000:ffff")
+    (port / "gids" / "2").write_text("fe80:0000:0000:0000:0000:0000:0000:0000")  # empty: the zero interface id
+    (port / "gids" / "3").write_text("0000:0000:0000:0000:0000:0000:0000:0000")
+    gids = fab.read_gids(str(port))
+    assert [g["index"] for g in gids[:4]] == [0, 1, 4, 5] and len(gids) == 64 and gids[-1]["index"] == 65
+    assert gids[0]["gid"] == "fe80:0000:0000:0000:0000:0000:0000:0001" and gids[0]["type"] is None
+
+
+@pytest.mark.parametrize(("text", "numa"), [("1", 1), ("0", 0), ("-1", None), ("x", None), ("", None)])
+def test_a_numa_node_of_minus_one_is_unknown(tmp_path, text, numa):
+    dev = tmp_path / "sys/class/infiniband/mlx5_0"
+    (dev / "device").mkdir(parents=True)
+    (dev / "device" / "numa_node").write_text(text)
+    assert fab.read_rdma(str(tmp_path))[0]["numa_node"] == numa
+
+
+def test_a_path_that_is_only_a_root_complex_is_no_pci_place(tmp_path):
+    root = tmp_path / "sys/devices/pci0000:00"
+    root.mkdir(parents=True)
+    assert fab.pci_path(str(root)) == []
+    (root / "0000:00:01.0").mkdir()
+    assert fab.pci_path(str(root / "0000:00:01.0")) == ["pci0000:00", "0000:00:01.0"]
+
+
+def test_distances_rank_nearest_first():
+    nearest_first = ["PIX", "PXB", "PHB", "NODE", "SYS"]  # nvidia-smi topo -m's legend
+    assert [fab.farthest([b, a]) for a, b in itertools.pairwise(nearest_first)] == nearest_first[1:]
+    assert fab.farthest(["SYS", "PIX"]) == "SYS" and fab.farthest(["PIX"]) == "PIX" and fab.farthest([None]) is None
+
+
+def test_interfaces_are_sorted_names(tmp_path):
+    net = tmp_path / "sys/class/net"
+    for name in ("ib0", "eth0", "lo"):
+        (net / name).mkdir(parents=True)
+    assert fab.interfaces(str(tmp_path)) == ["eth0", "ib0", "lo"]
+    assert fab.interfaces(str(tmp_path / "none")) == []
+
+
+def test_a_zero_cluster_uuid_is_no_domain():
+    probe = {"state": "completed", "status": 0, "cluster_uuid": fab.ZERO_UUID, "clique_id": 1}
+    assert fab.nvlink_domain([{"fabric": probe}]) is None
+    assert fab.ZERO_UUID == "00000000-0000-0000-0000-000000000000"
