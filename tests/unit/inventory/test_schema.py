@@ -266,3 +266,41 @@ def test_controller_reads_data_files_as_safe_load_does(path):
     assert yaml.__with_libyaml__, "the toolchain's PyYAML has no libyaml: the controller falls back to the slow loader"
     assert SafeLoader is yaml.CSafeLoader  # what Ansible's yaml_load, which read_yaml calls, parses with
     assert read_yaml(ROOT / path) == yaml.safe_load((ROOT / path).read_text())
+
+
+# The schema is the one source of a role variable's domain; each role's argument_specs (what a role run alone checks)
+# is held to it here, not kept in step by hand.
+ARGSPEC_TYPES = {
+    "str": {"str", "raw"},
+    "version": {"str", "raw"},
+    "url": {"str"},
+    "pattern": {"str"},
+    "serial": {"raw", "str"},
+    "framework": {"str", "raw"},
+    "path": {"path", "str"},
+    "bool": {"bool"},
+    "int": {"int", "raw"},
+    "list": {"list"},
+    "dict": {"dict"},
+    "matrix_rows": {"list"},
+    "any": {"raw"},
+}
+
+
+def role_option(name):
+    return next(options[name] for options in ROLE_SPECS.values() if name in options)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMA["role_variables"]))
+def test_each_role_variable_s_argument_spec_agrees_with_the_schema(name):
+    spec, option = sc.resolve_like(SCHEMA, SCHEMA["role_variables"][name]), role_option(name)
+    kind = "raw" if spec.get("bool_ok") or spec.get("scalar_ok") else option.get("type", "str")
+    assert kind in ARGSPEC_TYPES[spec.get("type", "str")] | {"raw"}, f"{name}: {option.get('type')} vs {spec}"
+    if spec.get("choices") and option.get("choices"):
+        assert {str(c).lower() for c in option["choices"]} <= {str(c).lower() for c in spec["choices"]}, name
+    # The role's documented default is a value the schema accepts (an unset inventory gives the role its default);
+    # a templated default takes the inventory's value, which the schema checks where it is set.
+    if option.get("default") not in (None, "", [], {}) and "{{" not in str(option["default"]):
+        assert sc.check(spec, option["default"], name, SCHEMA["formats"]) == [], (
+            f"{name}: default {option['default']!r}"
+        )
