@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Mutation run over the pure module_utils code: how many one-line bugs the unit tests catch.
 
-Usage: benchmarks/mutation.py [MODULE ...]   (make mutation; MODULES="_common/versions.py ..." for a few)
+Usage: .venv/bin/python benchmarks/mutation.py [MODULE ...]  (make mutation; MODULES="_common/xid.py ..." for some)
 
 mutmut (PyPI, 2.5.1: it mutates a file in place and runs a command) changes one operator, constant, comparison or
 keyword at a time in each module below and runs that module's unit tests; a mutant the tests pass is one a real bug

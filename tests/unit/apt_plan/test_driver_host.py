@@ -36,13 +36,14 @@ def test_a_container_says_why_once_with_or_without_kernels_of_its_own():
 
 
 def test_dkms_off_and_a_missing_initramfs_tool_are_said_only_where_the_kernels_are_the_hosts():
-    found = leaves_out(dict(OWN, initramfs_tool=False), in_container=False, **dict(SETTINGS, dkms=False))
+    no_dkms = {**SETTINGS, "dkms": False}
+    found = leaves_out(dict(OWN, initramfs_tool=False), in_container=False, **no_dkms)
     assert found["skipped"] == [
         "DKMS and headers are not installed: nvidia_driver_dkms is false",
         "the initramfs is not rebuilt after blacklisting nouveau: update-initramfs is not installed, so the "
         "blacklist applies from the next boot only if nouveau is not loaded from an initramfs",
     ]
-    bare = leaves_out({"owns_kernels": False}, in_container=True, **dict(SETTINGS, dkms=False))["skipped"]
+    bare = leaves_out({"owns_kernels": False}, in_container=True, **no_dkms)["skipped"]
     assert len(bare) == 1
 
 
