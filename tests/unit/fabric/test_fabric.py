@@ -300,3 +300,77 @@ def test_a_zero_cluster_uuid_is_no_domain():
     probe = {"state": "completed", "status": 0, "cluster_uuid": fab.ZERO_UUID, "clique_id": 1}
     assert fab.nvlink_domain([{"fabric": probe}]) is None
     assert fab.ZERO_UUID == "00000000-0000-0000-0000-000000000000"
+
+
+@pytest.mark.parametrize(
+    ("bus_id", "sysfs"),
+    [("00000000:83:00.0", "0000:83:00.0"), ("0001:C1:00.0", "0001:c1:00.0"), (" 83:00.0 ", "83:00.0"), (None, "")],
+)
+def test_nvml_bus_ids_as_sysfs_names_them(bus_id, sysfs):
+    assert fab.sysfs_bus_id(bus_id) == sysfs
+
+
+def test_a_gpu_s_place_and_its_distance_in_the_node_s_facts(tmp_path):
+    root = tmp_path / "sys/devices/pci0000:00/0000:00:01.0"
+    gpu, nic = root / "0000:01:00.0", root / "0000:02:00.0"
+    for function in (gpu, nic):
+        function.mkdir(parents=True)
+    (gpu / "numa_node").write_text("1\n")
+    devices = tmp_path / "sys/bus/pci/devices"
+    devices.mkdir(parents=True)
+    (devices / "0000:01:00.0").symlink_to(gpu)
+    assert fab.place(str(tmp_path), "00000000:01:00.0") == {
+        "bus_id": "0000:01:00.0",
+        "pci_path": ["pci0000:00", "0000:00:01.0", "0000:01:00.0"],
+        "numa_node": 1,
+    }
+    (nic / "numa_node").write_text("-1\n")
+    hca = tmp_path / "sys/class/infiniband/mlx5_0"
+    hca.mkdir(parents=True)
+    (hca / "device").symlink_to(nic)
+    facts = fab.fabric_facts(str(tmp_path), ["00000000:01:00.0", "00000000:09:00.0"])
+    assert facts["gpu_nic"] == {"0000:01:00.0": {"mlx5_0": "PHB"}}  # the GPU sysfs does not show has no row
+    assert (facts["summary"], facts["peermem"], facts["nvswitch_bridge"]) == ("down", False, [])
+
+
+@pytest.mark.parametrize(
+    "rel", ["module/nvidia_peermem", "kernel/mm/memory_peers/nv_mem", "kernel/mm/memory_peers/nv_mem_nc"]
+)
+def test_peermem_is_loaded_by_either_module_s_sysfs_entry(tmp_path, rel):
+    assert fab.peermem_loaded(str(tmp_path)) is False
+    (tmp_path / "sys" / rel).mkdir(parents=True)
+    assert fab.peermem_loaded(str(tmp_path)) is True
+
+
+def test_the_kernel_s_rdma_api_from_its_modules_symbols(tmp_path):
+    modules = tmp_path / "lib/modules"
+    (modules / "k1").mkdir(parents=True)
+    (modules / "k1" / "modules.symbols").write_bytes(
+        b"# Aliases for symbols, used by symbol_request().\n"
+        b"alias symbol:ib_umem_dmabuf_get ib_uverbs\n"
+        b"alias symbol:ib_register_peer_memory_client_x other\n\xff\n"
+    )
+    assert fab.kernel_rdma_api(str(modules), "k1") == {"peer_memory": False, "dmabuf": True}
+    (modules / "k2").mkdir()
+    (modules / "k2" / "modules.symbols").write_text("alias symbol:ib_register_peer_memory_client ib_core\n")
+    assert fab.kernel_rdma_api(str(modules), "k2") == {"peer_memory": True, "dmabuf": False}
+    assert fab.kernel_rdma_api(str(modules), "absent") == {"peer_memory": None, "dmabuf": None}
+
+
+@pytest.mark.parametrize(
+    ("gpu", "nic", "expected"),
+    [
+        # Only the root port in common (two functions straight below it): through the host bridge.
+        (["pci0000:80", "0000:80:02.0", "0000:81:00.0"], ["pci0000:80", "0000:80:02.0", "0000:81:00.1"], "PHB"),
+        # Three levels below the common switch on one side: more than one switch.
+        ([*SWITCH, "0000:02:08.0", "0000:05:00.0", "0000:06:00.0"], [*SWITCH, "0000:02:10.0", "0000:04:00.0"], "PXB"),
+        ([*SWITCH, "0000:02:08.0"], [*SWITCH, "0000:02:10.0", "0000:04:00.0"], "PIX"),
+        (
+            [*SWITCH, "0000:02:08.0", "0000:03:00.0", "0000:0a:00.0"],
+            [*SWITCH, "0000:02:08.0", "0000:03:00.0", "0000:0b:00.0"],
+            "PIX",
+        ),
+    ],
+)
+def test_distance_at_each_edge(gpu, nic, expected):
+    assert fab.distance(gpu, nic, 0, 0) == expected
