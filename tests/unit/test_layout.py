@@ -139,3 +139,13 @@ def test_no_role_variable_reads_a_registered_result(role):
     expression reads what a task registered (where a reader would have to find which task, when)."""
     text = (ROOT / "roles" / role / "vars" / "main.yml").read_text()
     assert sorted(n for n in registered(ROOT / "roles" / role) if re.search(rf"\b{n}\b", text)) == []
+
+
+def test_only_the_seam_knows_the_nvml_simulator():
+    """_node/gpu/source.py is where the sandbox's NVML simulator is recognised and read (its marker symbols, its
+    profile, its variables); the rest of the collection asks the seam."""
+    marks = ("gpufleet_nvml_sim", "GPUFLEET_NVML_SIM", "nvml-sim/profile")
+    knowing = sorted(
+        str(p.relative_to(ROOT)) for p in PLUGINS.rglob("*.py") if any(mark in p.read_text() for mark in marks)
+    )
+    assert knowing == ["plugins/module_utils/_node/gpu/source.py"]
