@@ -36,6 +36,17 @@ TARGETS = {
     "_node/health/loop.py": ["tests/unit/monitoring/test_health_loop.py"],
     "_node/stack/packages.py": ["tests/unit/stack/test_packages.py", "tests/unit/stack/test_parse.py"],
     "_node/fabric/devices.py": ["tests/unit/fabric/test_fabric.py"],
+    "_node/fabric/nccl.py": ["tests/unit/fabric/test_nccl_net.py"],
+    "_node/fabric/multinode.py": ["tests/unit/validate/test_multinode.py"],
+    "_node/gate.py": ["tests/unit/gate/test_rules.py"],
+    "_node/validate.py": ["tests/unit/validate/test_validate.py"],
+    "_node/limits.py": ["tests/unit/slurm/test_limits.py"],
+    "_node/slurm/conf.py": ["tests/unit/slurm/test_slurm_conf.py"],
+    "_node/slurm/gres.py": ["tests/unit/slurm/test_rules.py"],
+    "_controller/driver_set.py": ["tests/unit/apt_plan/test_driver_set.py"],
+    "_controller/driver_host.py": ["tests/unit/apt_plan/test_driver_host.py"],
+    "_controller/rollout.py": ["tests/unit/upgrade/test_rollout.py"],
+    "_controller/upgrade.py": ["tests/unit/upgrade/test_failure.py"],
 }
 DETECTED = ("ok_killed", "bad_timeout", "ok_suspicious")
 

@@ -134,3 +134,76 @@ def test_the_rdma_listing_leaves_out_the_nvswitch_bridge(recorded_sysfs):
     env = {"SLURMD_NODENAME": "gpu-1", "PATH": os.environ["PATH"]}
     out = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=True).stdout
     assert mn.parse_rdma_devices(out) == {"gpu-1": ["mlx5_0"]}
+
+
+# Each field's check and each verdict whole (make mutation).
+@pytest.mark.parametrize("key", ["rank", "world", "bytes", "seconds", "algbw_gbs", "busbw_gbs", "value", "expected"])
+def test_a_rank_whose_figure_is_not_a_number_is_left_out(key):
+    assert mn.parse_ranks(rank(0, **{key: "12"}) + "\n" + rank(1)) == mn.parse_ranks(rank(1))
+
+
+def test_a_rank_line_is_bounded_and_its_fields_cleaned():
+    long = rank(0, pad="x" * (mn.MAX_LINE - len(rank(0, pad=""))))
+    assert len(long) == mn.MAX_LINE and len(mn.parse_ranks(long)) == 1
+    assert mn.parse_ranks(rank(0, pad="x" * mn.MAX_LINE)) == []
+    (got,) = mn.parse_ranks(
+        "srun: prologue\n" + rank(0, torch="2\x1b[31m" + "y" * 600, ok=True, **{"k" * 39: 1, "k" * 40: 2})
+    )
+    assert got["torch"] == "2?[31m" + "y" * 494 and got["ok"] is True and "k" * 39 in got and "k" * 40 not in got
+    assert mn.parse_ranks(mn.MARK + "[1, 2]\n" + mn.MARK + '{"rank": "0"}\n' + mn.MARK + "{not json") == []
+    assert mn.parse_ranks(None) == []
+
+
+def test_every_problem_of_a_failed_job_is_named():
+    ranks = mn.parse_ranks(
+        rank(0, ok=False, value=2.0, world=3) + "\n" + rank(1, node="mn-gpu1", error="Gloo connectFullMesh failed")
+    )
+    check = mn.allreduce_check(ranks, NODES)
+    assert (check["status"], check["reason"]) == (
+        "failed",
+        "ranks ran on ['mn-gpu1', 'mn-gpu1'], not one on each of ['mn-gpu1', 'mn-gpu2']; "
+        "rank 0 on mn-gpu1: sum 2.0, expected 3.0; rank 0 saw a world of 3, not 2; "
+        "rank 1 on mn-gpu1: Gloo connectFullMesh failed",
+    )
+    assert check["nodes"] == NODES and check["ranks"] == ranks
+
+
+def test_a_passing_job_reports_the_slowest_rank_s_bandwidth():
+    check = mn.allreduce_check(mn.parse_ranks(rank(0, busbw_gbs=1.5) + "\n" + rank(1, busbw_gbs=0.7)), NODES)
+    assert check["reason"] == (
+        "gloo all-reduce of 16777216 bytes across 2 nodes: every rank has the sum 3.0; bus bandwidth 0.7 GB/s "
+        "(torch 2.13.0+cpu)"
+    )
+    assert (check["busbw_gbs"], check["backend"]) == (0.7, "gloo")
+
+
+def test_no_rank_and_one_node_are_said_whole():
+    silent = mn.allreduce_check([], NODES, rc=1, stderr="x" * 500 + "srun: error: Unable to allocate resources\x07")
+    assert (
+        silent["reason"]
+        == "no rank reported (srun exit 1): " + "x" * 358 + "srun: error: Unable to allocate resources?"
+    )
+    one = mn.allreduce_check([], ["mn-gpu1"])
+    assert (one["status"], one["reason"]) == ("refused", "a job across nodes needs two or more nodes; got ['mn-gpu1']")
+
+
+def test_ib_write_bw_verdicts_whole():
+    devices = {"mn-gpu1": ["mlx5_0"], "mn-gpu2": ["mlx5_0"]}
+    assert mn.parse_perftest(IB_WRITE_BW) == {
+        "bytes": 65536,
+        "iterations": 5000,
+        "peak_gbits": 392.18,
+        "average_gbits": 392.06,
+        "mpps": 0.747795,
+    }
+    failed = mn.rdma_check(devices, NODES, IB_WRITE_BW, rc=1)  # a row, but the run failed
+    assert failed["status"] == "failed" and failed["reason"].startswith("ib_write_bw gave no result (exit 1): ")
+    assert (
+        mn.rdma_check(devices, NODES, "\x1b no row", rc=0)["reason"] == "ib_write_bw gave no result (exit 0): ? no row"
+    )
+    assert mn.rdma_refusal(devices, ["mn-gpu1"]) == "a bandwidth test between nodes needs two nodes"
+    assert mn.rdma_refusal({"mn-gpu1": ["mlx5_0"], "mn-gpu2": []}, NODES).startswith("no RDMA device on mn-gpu2 (")
+    assert mn.parse_rdma_devices("mn-gpu1 mlx5_1 mlx5_0\n\nmn-gpu2\n") == {
+        "mn-gpu1": ["mlx5_0", "mlx5_1"],
+        "mn-gpu2": [],
+    }
