@@ -38,7 +38,7 @@ TARGETS = {
     "_node/fabric/devices.py": ["tests/unit/fabric/test_fabric.py"],
     "_node/fabric/nccl.py": ["tests/unit/fabric/test_nccl_net.py"],
     "_node/fabric/multinode.py": ["tests/unit/validate/test_multinode.py"],
-    "_node/gate.py": ["tests/unit/gate/test_rules.py"],
+    "_node/gate.py": ["tests/unit/gate/test_gate_details.py", "tests/unit/gate/test_rules.py"],
     "_node/validate.py": ["tests/unit/validate/test_validate.py"],
     "_node/limits.py": ["tests/unit/slurm/test_limits.py"],
     "_node/slurm/conf.py": ["tests/unit/slurm/test_slurm_conf.py"],
