@@ -77,3 +77,77 @@ def test_merge_keeps_the_sites_lines_and_sets_the_key_once():
         sc.merge_keys("ConstrainDevicesX=1\n", {"ConstrainDevices": "yes"})
         == "ConstrainDevicesX=1\nConstrainDevices=yes\n"
     )
+
+
+# Each limit, each reading of the settings, and the messages whole (make mutation).
+EVERY = ["AS", "CORE", "CPU", "DATA", "FSIZE", "MEMLOCK", "NOFILE", "NPROC", "RSS", "STACK"]
+
+
+@pytest.mark.parametrize("limit", EVERY)
+def test_each_limit_slurm_knows_is_propagated_by_all_and_excepted_by_name(limit):
+    assert limit in sc.propagated_limits({"PropagateResourceLimits": "ALL"})
+    assert limit in sc.propagated_limits({"PropagateResourceLimits": limit.lower()})
+    assert limit not in sc.propagated_limits({"PropagateResourceLimitsExcept": f" {limit.lower()} ,(null)"})
+
+
+def test_unknown_names_none_and_null_propagate_nothing_extra():
+    assert sc.propagated_limits({"PropagateResourceLimits": "NONE"}) == set()
+    assert sc.propagated_limits({"PropagateResourceLimits": "MEMLOCK,BOGUS"}) == {"MEMLOCK"}
+    assert sc.propagated_limits({}) == set(EVERY)  # Slurm's default: ALL
+    assert (
+        sc.propagated_limits({"PropagateResourceLimits": "(null)", "PropagateResourceLimitsExcept": "(null)"})
+        == set()
+    )
+
+
+def test_the_messages_name_the_settings_and_the_fix():
+    found = sc.memlock_problem({"PropagateResourceLimits": "ALL"})
+    assert found.startswith(
+        "slurm.conf propagates the submitting shell's memlock limit into jobs (PropagateResourceLimits = ALL, "
+        "PropagateResourceLimitsExcept = (null)): a job started from a login shell gets that shell's limit"
+    )
+    assert found.endswith(
+        "Add PropagateResourceLimitsExcept=MEMLOCK to slurm.conf (SchedMD's FAQ, https://slurm.schedmd.com/faq.html#memlock)"
+    )
+    assert (
+        sc.memlock_problem({})
+        == "scontrol show config printed no PropagateResourceLimits line: not a Slurm configuration"
+    )
+    assert (
+        sc.device_constraint_problem({})
+        == "scontrol show config printed no TaskPlugin line: not a Slurm configuration"
+    )
+    assert sc.device_constraint_problem({"TaskPlugin": "Task/Affinity, task/cgroup"}) == ""
+    assert sc.device_constraint_problem({"TaskPlugin": "task/affinity"}).startswith(
+        "slurm.conf has TaskPlugin = task/affinity: without task/cgroup, ConstrainDevices=yes in cgroup.conf confines "
+        "nothing and every job can open every GPU. Set TaskPlugin=task/cgroup"
+    )
+
+
+def test_show_config_lines_and_what_is_not_a_setting():
+    text = (
+        "Configuration data as of 2026-12-06T10:00:00\n"
+        "AccountingStorageBackupHost = (null)\n"
+        "TaskPlugin              = task/affinity,task/cgroup  \n"
+        "Slurmctld(primary) at mn-ctl is UP\n"
+        "MailProg=/bin/mail\n"
+        "  indented = no\n"
+    )
+    assert sc.parse_show_config(text) == {
+        "AccountingStorageBackupHost": "(null)",
+        "TaskPlugin": "task/affinity,task/cgroup",
+        "MailProg": "/bin/mail",
+    }
+    assert sc.parse_show_config(None) == {}
+
+
+def test_merge_appends_in_order_replaces_any_case_and_ends_with_a_newline():
+    assert (
+        sc.merge_keys("", {"ConstrainDevices": "yes", "ConstrainCores": "yes"})
+        == "ConstrainDevices=yes\nConstrainCores=yes\n"
+    )
+    assert (
+        sc.merge_keys("#c\nconstraindevices = no\n  CONSTRAINDEVICES=no", {"ConstrainDevices": "yes"})
+        == "#c\nConstrainDevices=yes\n"
+    )
+    assert sc.merge_keys(None, {}) == "\n"
