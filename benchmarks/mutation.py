@@ -80,7 +80,10 @@ def mutmut():
 
 
 def run_one(tool, module, tests):
-    runner = f"{ROOT / '.venv' / 'bin' / 'python'} -m pytest -x -q -p no:cacheprovider -o addopts= " + " ".join(tests)
+    pytest = f"{ROOT / '.venv' / 'bin' / 'python'} -m pytest -x -q -p no:cacheprovider -o addopts= " + " ".join(tests)
+    # mutmut 2 counts only exit status 1 as tests failing; a mutant that breaks the tests' collection (a module-level
+    # value the tests compute on import) makes pytest exit 2, which mutmut would count as a survivor.
+    runner = f"sh -c '{pytest} || exit 1'"
     started = time.monotonic()
     subprocess.run(
         [tool, "run", "--paths-to-mutate", f"{UTILS}/{module}", "--runner", runner, "--no-progress", "--CI"],
