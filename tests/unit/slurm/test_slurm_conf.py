@@ -95,8 +95,7 @@ def test_unknown_names_none_and_null_propagate_nothing_extra():
     assert sc.propagated_limits({"PropagateResourceLimits": "MEMLOCK,BOGUS"}) == {"MEMLOCK"}
     assert sc.propagated_limits({}) == set(EVERY)  # Slurm's default: ALL
     assert (
-        sc.propagated_limits({"PropagateResourceLimits": "(null)", "PropagateResourceLimitsExcept": "(null)"})
-        == set()
+        sc.propagated_limits({"PropagateResourceLimits": "(null)", "PropagateResourceLimitsExcept": "(null)"}) == set()
     )
 
 
@@ -114,8 +113,7 @@ def test_the_messages_name_the_settings_and_the_fix():
         == "scontrol show config printed no PropagateResourceLimits line: not a Slurm configuration"
     )
     assert (
-        sc.device_constraint_problem({})
-        == "scontrol show config printed no TaskPlugin line: not a Slurm configuration"
+        sc.device_constraint_problem({}) == "scontrol show config printed no TaskPlugin line: not a Slurm configuration"
     )
     assert sc.device_constraint_problem({"TaskPlugin": "Task/Affinity, task/cgroup"}) == ""
     assert sc.device_constraint_problem({"TaskPlugin": "task/affinity"}).startswith(
