@@ -51,8 +51,9 @@ _PACKAGE = re.compile(r"_[a-z]+")
 
 def package_files(package, dest):
     """{dest/package/relative path: text} of a module_utils package's Python files."""
-    root = os.path.join(MODULE_UTILS, package)
-    if not _PACKAGE.fullmatch(package) or not os.path.isfile(os.path.join(root, "__init__.py")):
+    named = isinstance(package, str) and _PACKAGE.fullmatch(package)
+    root = os.path.join(MODULE_UTILS, package) if named else ""
+    if not named or not os.path.isfile(os.path.join(root, "__init__.py")):
         raise AnsibleLookupError(f"node_code: {package!r} is not one of the collection's module_utils packages")
     files = {}
     for here, dirs, names in os.walk(root):

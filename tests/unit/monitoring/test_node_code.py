@@ -16,7 +16,7 @@ def test_every_python_file_of_the_packages_under_dest_and_no_cache(tmp_path):
     assert not any("/_compat/" in p or "/_controller/" in p for p in files)
 
 
-@pytest.mark.parametrize("package", ["_nope", "..", "_node/../../..", "/etc", "_node/gpu", ""])
+@pytest.mark.parametrize("package", ["_nope", "..", "_node/../../..", "/etc", "_node/gpu", "", 5, None])
 def test_a_name_that_is_not_a_package_is_refused(package):
     with pytest.raises(AnsibleLookupError, match="is not one of the collection's module_utils packages"):
         LookupModule().run([package], dest=DEST)

@@ -114,10 +114,10 @@ def _run_nvml(facts, nvml, params, kmod):
             nvml.nvmlShutdown()
 
 
-def gather(params, read_kernel_log, lib=None):
-    """Build the facts dict. read_kernel_log() -> (lines or None, source, note); lib: source.library()'s answer."""
+def gather(params, read_kernel_log):
+    """Build the facts dict. read_kernel_log() -> (lines or None, source, note)."""
     facts = empty_facts()
-    lib = lib if lib is not None else source.library()
+    lib = source.library()
     view = source.host_view(lib, params.get("sysfs_root", "/"), params.get("procfs_root", "/"))
     kmod, pci = view["kernel_module"], view["pci_devices"]
     facts.update(
