@@ -9,7 +9,7 @@ NODES ?= 2
 PROFILE ?= a100-sxm4-40gb-x8-nvswitch
 SCENARIO ?= sandbox
 
-.PHONY: demo setup venv engine images tools test lint sanity unit integration molecule mutation build lock clean
+.PHONY: demo setup venv engine images tools wheels test lint sanity unit integration molecule mutation build lock clean
 
 ## demo: the README's first command — toolchain, engine, images, the offline NVIDIA mirror, NODES sandbox nodes
 ## with simulated GPUs (PROFILE from sandbox/nvml-sim/profiles) and no driver; site.yml builds the stack, then
@@ -25,7 +25,7 @@ demo: setup
 ## setup: toolchain (.venv), Docker engine, node images, the browser that checks the HTML report, redis-server
 ## (the shared fact cache's test starts its own), promtool (Debian's prometheus: the alert rules' tests) and qemu
 ## (sandbox/bootcheck boots a node's own kernel)
-setup: venv engine images tools
+setup: venv engine images tools wheels
 
 tools:
 	@command -v chromium >/dev/null && command -v pdftotext >/dev/null && command -v redis-server >/dev/null && command -v promtool >/dev/null || { \
@@ -33,6 +33,17 @@ tools:
 	@# sandbox/bootcheck: qemu boots a node's own kernel (software emulation); its root disk is made with mkfs.ext4 -d.
 	@command -v qemu-system-x86_64 >/dev/null && command -v mkfs.ext4 >/dev/null || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 e2fsprogs >/dev/null; }
+
+## wheels: the CPU torch wheel that the stack-facts unit tests read and the horovod and multinode scenarios install,
+## in .cache/wheels: linked from the machine's /opt/wheels where it has it (these CI machines do), else downloaded
+## from PyTorch's CPU index (PyPI has no +cpu build)
+TORCH_CPU_WHEEL := torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl
+wheels: .cache/wheels/$(TORCH_CPU_WHEEL)
+.cache/wheels/$(TORCH_CPU_WHEEL): | venv
+	mkdir -p .cache/wheels
+	if [ -f /opt/wheels/$(TORCH_CPU_WHEEL) ]; then ln -f /opt/wheels/$(TORCH_CPU_WHEEL) $@ 2>/dev/null || cp /opt/wheels/$(TORCH_CPU_WHEEL) $@; \
+	else $(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --platform manylinux_2_28_x86_64 \
+	  --index-url https://download.pytorch.org/whl/cpu -d .cache/wheels torch==2.13.0+cpu; fi
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements.in requirements.lock

@@ -1,10 +1,12 @@
 """The sandbox's developer tools (sandbox/fleet, sandbox/bootcheck: scripts without a .py name), loaded as modules so
 that their pure parts can be tested without Docker or qemu."""
 
+import fcntl
 import importlib.machinery
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,28 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def mirror():
+    """The signed test mirror, built by sandbox/mirror/build into .cache/mirror-unit (rebuilt only when an input
+    changed). One build at a time: xdist workers, and a second checkout's run, wait for each other rather than rewrite
+    the tree under a test reading it."""
+    missing = [tool for tool in ("dpkg-deb", "gpg", "gpgv", "cc") if not shutil.which(tool)]
+    assert not missing, f"{', '.join(missing)} missing: make setup's machine has them (Debian's dpkg, gnupg, gcc)"
+    out = ROOT / ".cache" / "mirror-unit"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(ROOT / ".cache" / "mirror-unit.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(
+            [ROOT / "sandbox" / "mirror" / "build", "--out", out],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
 
 
 def load_sandbox_tool(name):

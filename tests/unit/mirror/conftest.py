@@ -1,10 +1,7 @@
-"""Build the test mirror once per session (cached under .cache/mirror-unit: rebuilt only when an input changes)."""
+"""Reading the test mirror (the `mirror` fixture, tests/unit/conftest.py, builds it): indexes and packages."""
 
-import shutil
 import subprocess
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 MIRROR = ROOT / "sandbox" / "mirror"
@@ -12,17 +9,6 @@ CUDA12 = "compute/cuda/repos/debian12/x86_64"
 CUDA13 = "compute/cuda/repos/debian13/x86_64"
 CONTAINER = "libnvidia-container/stable/deb/amd64"
 SITE = "site/debian12"
-
-
-@pytest.fixture(scope="session")
-def mirror():
-    missing = [tool for tool in ("dpkg-deb", "gpg", "gpgv", "cc") if not shutil.which(tool)]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} missing: would build the signed mirror and check its indexes and packages")
-    out = ROOT / ".cache" / "mirror-unit"
-    proc = subprocess.run([MIRROR / "build", "--out", out], capture_output=True, text=True, check=False, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return out
 
 
 def parse_index(text):

@@ -1,6 +1,5 @@
 """gpufleet.stack.repo_key run by Ansible on localhost: writes only the pinned key, idempotent, check mode, refusals."""
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,8 +9,8 @@ KEYS = ROOT / ".cache" / "mirror-unit" / "www" / "keys"
 
 
 @pytest.fixture(scope="module")
-def key():
-    subprocess.run([ROOT / "sandbox/mirror/build", "--out", KEYS.parents[1]], check=True, capture_output=True)
+def key(mirror):
+    assert mirror / "www" / "keys" == KEYS
     return (KEYS / "gpufleet-mirror.asc").read_text(), (KEYS / "fingerprint").read_text().strip()
 
 

@@ -3,19 +3,14 @@
 import base64
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils._node.apt import openpgp
 
-ROOT = Path(__file__).resolve().parents[3]
-MIRROR = ROOT / ".cache" / "mirror-unit"
-
 
 @pytest.fixture(scope="module")
-def mirror_keys():
-    subprocess.run([ROOT / "sandbox/mirror/build", "--out", MIRROR], check=True, capture_output=True)
-    keys = MIRROR / "www" / "keys"
+def mirror_keys(mirror):
+    keys = mirror / "www" / "keys"
     return {
         "asc": (keys / "gpufleet-mirror.asc").read_bytes(),
         "gpg": (keys / "gpufleet-mirror.gpg").read_bytes(),

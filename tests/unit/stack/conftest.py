@@ -19,7 +19,7 @@ UNPACKED = ROOT / ".cache" / "unpacked"
 # (21903), cuDNN 9.6.0 the cuDNN 9 encoding (90600).
 NCCL = ("nvidia-nccl-cu12", "2.19.3", "nvidia_nccl_cu12-2.19.3-py3-none-manylinux1_x86_64.whl")
 CUDNN = ("nvidia-cudnn-cu12", "9.6.0.74", "nvidia_cudnn_cu12-9.6.0.74-py3-none-manylinux_2_27_x86_64.whl")
-TORCH_CPU = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+TORCH_CPU = WHEELS / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"  # make setup (Makefile: wheels)
 
 
 def _wheel(dist, version, filename):
@@ -90,11 +90,7 @@ def cudnn_wheel():
 
 @pytest.fixture(scope="session")
 def torch_cpu_wheel():
-    if not TORCH_CPU.exists():
-        pytest.skip(
-            f"{TORCH_CPU} is absent: would check stack_facts reads torch's version and CUDA build from "
-            "its dist-info and torch/version.py without importing it"
-        )
+    assert TORCH_CPU.exists(), f"{TORCH_CPU} is absent: make setup (its wheels target) puts it there"
     return TORCH_CPU
 
 
