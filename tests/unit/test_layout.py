@@ -149,3 +149,71 @@ def test_only_the_seam_knows_the_nvml_simulator():
         str(p.relative_to(ROOT)) for p in PLUGINS.rglob("*.py") if any(mark in p.read_text() for mark in marks)
     )
     assert knowing == ["plugins/module_utils/_node/gpu/source.py"]
+
+
+ROLE_NAMES = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "tasks").is_dir())
+PRIVATE = re.compile(r"\b__(" + "|".join(sorted(ROLE_NAMES, key=len, reverse=True)) + r")_\w+")
+
+
+def private_reads(files, owner):
+    """'path:line: name' for each private variable of a role other than owner (__<role>_*) that files name."""
+    found = []
+    for path in files:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            found += [
+                f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{number}: {m.group(0)}"
+                for m in PRIVATE.finditer(line)
+                if m.group(1) != owner
+            ]
+    return found
+
+
+@pytest.mark.parametrize("owner", [*ROLE_NAMES, "playbooks"])
+def test_a_roles_private_variables_stay_inside_it(owner):
+    """A role's __<role>_* variables are its own: another role or a playbook reads what it sets as a public fact
+    (nvidia_driver_running_version, gpufleet_multinode), and an internal role (nvidia_repo, pynvml) keeps its own
+    once-per-run guard rather than each caller reading it."""
+    base = ROOT / "playbooks" if owner == "playbooks" else ROOT / "roles" / owner
+    files = sorted(p for p in base.rglob("*") if p.suffix in (".yml", ".j2") and p.is_file())
+    assert files and private_reads(files, owner) == []
+
+
+def test_a_private_read_is_seen(tmp_path):
+    probe = tmp_path / "tasks.yml"
+    probe.write_text("- when: not __pynvml_done | default(false)\n- debug: {var: __nccl_own}\n")
+    assert private_reads([probe], "nccl") == [f"{probe}:1: __pynvml_done"]
+
+
+def role_inclusions(node):
+    """(what includes, the role, its rolespec_validate) for each role a task list or play list includes or lists."""
+    if isinstance(node, list):
+        for item in node:
+            yield from role_inclusions(item)
+    elif isinstance(node, dict):
+        for key in ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role"):
+            if key in node:
+                yield node.get("name"), node[key].get("name"), node[key].get("rolespec_validate")
+        for entry in node.get("roles") or []:
+            yield "roles:", entry.get("role") if isinstance(entry, dict) else entry, None
+        for value in node.values():
+            yield from role_inclusions(value)
+
+
+def test_the_collection_validates_its_roles_settings_one_way():
+    """Each role checks its settings against the schema itself (inventory_check role=...); Ansible's argument-spec
+    validation, a second validator with other messages, runs only for a role a user lists in a play of their own."""
+    files = [*sorted((ROOT / "roles").rglob("*.yml")), *sorted((ROOT / "playbooks").rglob("*.yml"))]
+    found = [(str(p.relative_to(ROOT)), *i) for p in files for i in role_inclusions(yaml.safe_load(p.read_text()))]
+    assert len(found) > 20 and [f for f in found if f[3] is not False] == []
+    assert list(role_inclusions([{"roles": ["gpufleet.stack.cudnn"]}])) == [("roles:", "gpufleet.stack.cudnn", None)]
+
+
+@pytest.mark.parametrize("role", ROLE_NAMES)
+def test_every_role_checks_its_settings_against_the_schema_itself(role):
+    """Every role has settings the schema declares. Run from site.yml or listed in a play of a user's own, the role
+    checks the values it will use (its defaults templated) against data/inventory_schema.yml, with the play's own
+    validator and messages."""
+    declared = yaml.safe_load((ROOT / "data" / "inventory_schema.yml").read_text())["role_variables"]
+    assert any(n.startswith(f"{role}_") for n in declared)
+    tasks = "\n".join(p.read_text() for p in sorted((ROOT / "roles" / role / "tasks").glob("*.yml")))
+    assert re.search(rf"gpufleet\.stack\.inventory_check:\n\s+role: {role}\n", tasks)
