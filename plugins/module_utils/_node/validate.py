@@ -128,6 +128,12 @@ def _cuda_version(number):
     return f"{number // 1000}.{number % 1000 // 10}" if number else None
 
 
+# CUDA runtime errors that mean the driver is older than the code needs (NVIDIA's cuda_runtime_api.h: "the installed
+# NVIDIA CUDA driver is older than the CUDA runtime library", "requires a newer CUDA driver", and the PTX JIT of an
+# older driver refusing a newer toolkit's PTX).
+TOO_OLD_DRIVER = ("cudaErrorInsufficientDriver", "cudaErrorCallRequiresNewerDriver", "cudaErrorUnsupportedPtxVersion")
+
+
 def refusal_reason(found):
     """Why gpufleet-allreduce could not use a GPU, in words an operator acts on."""
     driver, runtime = found.get("cuda_driver") or 0, found.get("cuda_runtime") or 0
@@ -137,7 +143,9 @@ def refusal_reason(found):
             f"no CUDA driver answers on this node ({code}: {found.get('error')}): no libcuda.so.1, or no GPU and "
             "driver loaded; run this on a GPU node"
         )
-    if code == "cudaErrorInsufficientDriver" or driver < runtime:
+    # CUDA's minor version compatibility: a toolkit runs on an older driver of its own major (12.8 on 12.2), except
+    # for what needs the newer driver, which CUDA says with one of these codes. Across majors it cannot run at all.
+    if code in TOO_OLD_DRIVER or (driver < runtime and driver // 1000 < runtime // 1000):
         return (
             f"the driver supports CUDA {_cuda_version(driver)} but the toolkit built for CUDA "
             f"{_cuda_version(runtime)}: upgrade the driver or build with an older toolkit"
@@ -157,6 +165,10 @@ def _measured(found, floors, expected_gpus):
         return "failed", f"{found['wrong']} wrong values in the all-reduce results", data
     if expected_gpus and gpus != expected_gpus:
         return "failed", f"the test ran on {gpus} GPUs, the node has {expected_gpus}", data
+    if not found.get("results"):
+        # Nothing measured (nccl-tests rows this parser does not know, or no message size between min and max bytes)
+        # is no evidence the links work, with or without a floor to compare with.
+        return "failed", "the all-reduce reported no measurement: no result rows in its output", data
     if floor is None:
         return "passed", f"{peak:.1f} GB/s bus bandwidth; no floor for {gpus}x {name}", data
     if peak < floor["busbw_gbs"]:
@@ -203,8 +215,8 @@ def overall(results):
 
 
 # dcgmi's exit statuses are a negative dcgmReturn_t as a byte (NVIDIA/DCGM dcgmi/main_dcgmi.cpp, dcgm_structs.h).
+# A failed test exits 226 (DCGM_ST_NVVS_ERROR, -30); dcgm_check reads which test failed from the report instead.
 DCGMI_NO_HOSTENGINE = 235  # DCGM_ST_CONNECTION_NOT_VALID (-21)
-DCGMI_TEST_FAILED = 226  # DCGM_ST_NVVS_ERROR (-30)
 DCGMI_ISOLATE = 205  # DCGM_ST_NVVS_ISOLATE_ERROR (-51): an error that takes the GPU out of service
 
 
