@@ -76,10 +76,12 @@ def run_module(ansible_env):
 @pytest.fixture
 def nvml_bindings(ansible_env):
     """install(inventory): what the playbooks do before gpu_facts (roles/pynvml), ad hoc on every host of the
-    inventory. Sandbox nodes come without pynvml: the collection must put it there."""
+    inventory. Sandbox nodes come without pynvml: the collection must put it there. The role is internal: this
+    stands in for the collection's playbooks, which say so with __gpufleet_internal."""
 
     def install(inventory):
         role = ["-m", "ansible.builtin.include_role", "-a", "name=gpufleet.stack.pynvml"]
+        role += ["-e", '{"__gpufleet_internal": true}']
         proc = subprocess.run(
             [Path(sys.executable).parent / "ansible", "all", "-i", inventory, "-o", *role],
             env=ansible_env,
