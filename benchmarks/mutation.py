@@ -25,6 +25,13 @@ TREE = WORK / "tree"
 MUTMUT = "mutmut==2.5.1"
 UTILS = "plugins/module_utils"
 
+# The tests that drive the compatibility engine (engine.evaluate over real matrix rows and stacks).
+COMPAT = [
+    "tests/unit/stack/test_rules.py",
+    "tests/unit/stack/test_rules_gpu.py",
+    "tests/unit/stack/test_verdicts.py",
+    "tests/unit/stack/test_shipped_stacks.py",
+]
 # Each pure module and the unit tests that are its specification. Every module here does no I/O of its own (or
 # reads only a root it is given): what its tests do not pin, a mutant shows.
 TARGETS = {
@@ -50,6 +57,31 @@ TARGETS = {
     "_controller/driver_host.py": ["tests/unit/apt_plan/test_driver_host.py"],
     "_controller/rollout.py": ["tests/unit/upgrade/test_rollout.py"],
     "_controller/upgrade.py": ["tests/unit/upgrade/test_failure.py"],
+    "_controller/cuda_set.py": ["tests/unit/apt_plan/test_cuda_set.py", "tests/unit/apt_plan/test_cuda_set_edges.py"],
+    "_controller/dcgm_set.py": ["tests/unit/apt_plan/test_dcgm_set.py", "tests/unit/apt_plan/test_dcgm_set_edges.py"],
+    "_controller/wheel.py": ["tests/unit/python_wheel/test_wheel.py", "tests/unit/horovod/test_build_key.py"],
+    "_controller/inventory.py": ["tests/unit/inventory/test_schema.py", "tests/unit/inventory/test_domains.py"],
+    "_common/schema.py": ["tests/unit/inventory/test_schema.py", "tests/unit/inventory/test_domains.py"],
+    "_node/apt/plan.py": [
+        "tests/unit/apt_plan/test_plan.py",
+        "tests/unit/apt_plan/test_lock.py",
+        "tests/unit/apt_plan/test_dcgm_set.py",
+    ],
+    # Not tests/unit/mirror/test_packages.py: it builds the signed test mirror first (minutes per mutant).
+    "_node/stack/parse.py": ["tests/unit/stack/test_parse.py", "tests/unit/stack/test_parse_edges.py"],
+    # The compatibility engine: the rules are reached through engine.evaluate, so their tests are the engine's.
+    "_compat/matrix.py": [
+        "tests/unit/stack/test_matrix.py",
+        "tests/unit/stack/test_rules.py",
+        "tests/unit/stack/test_rules_gpu.py",
+        "tests/unit/stack/test_verdicts.py",
+        "tests/unit/stack/test_shipped_stacks.py",
+    ],
+    "_compat/inputs.py": COMPAT,
+    "_compat/engine.py": [*COMPAT, "tests/unit/stack/test_engine_edges.py"],
+    "_compat/rules.py": COMPAT,
+    "_compat/rules_fw.py": COMPAT,
+    "_compat/rules_gpu.py": COMPAT,
 }
 DETECTED = ("ok_killed", "bad_timeout", "ok_suspicious")
 

@@ -129,8 +129,9 @@ def dist_metadata(text):
             headers[key.lower()] = value
         elif key == "Requires-Dist":
             found = re.match(r"([A-Za-z0-9_.-]+)\s*(?:\[[^\]]*\])?\s*\(?\s*==\s*([^;,\s)]+)", value)
-            if found and found.group(1).lower().startswith("nvidia-"):
-                requires[found.group(1).lower().replace("_", "-")] = found.group(2)
+            name = found.group(1).lower().replace("_", "-") if found else ""
+            if name.startswith("nvidia-"):  # nvidia_cudnn_cu12 is the same distribution (PEP 503)
+                requires[name] = found.group(2)
     if "name" not in headers or "version" not in headers:
         return None
     return {"name": headers["name"], "version": headers["version"], "requires": requires}
