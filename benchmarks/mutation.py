@@ -77,7 +77,7 @@ TARGETS = {
         "tests/unit/stack/test_verdicts.py",
         "tests/unit/stack/test_shipped_stacks.py",
     ],
-    "_compat/inputs.py": COMPAT,
+    "_compat/inputs.py": [*COMPAT, "tests/unit/stack/test_inputs_edges.py"],
     "_compat/engine.py": [*COMPAT, "tests/unit/stack/test_engine_edges.py"],
     "_compat/rules.py": COMPAT,
     "_compat/rules_fw.py": COMPAT,
