@@ -27,6 +27,8 @@ REPORTED_FACTS = (
     "gpufleet_verify",
     "gpufleet_upgrade",
     "gpufleet_validation",
+    # The last job across nodes the host took part in (validate.yml; upgrade.yml's gpufleet_upgrade_multinode).
+    "gpufleet_multinode",
     # playbooks/facts.yml's record of a host whose facts could not be gathered (cleared by gpu_facts).
     "gpufleet_gather_failed",
 )

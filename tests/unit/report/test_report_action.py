@@ -3,6 +3,7 @@
 import json
 
 from ansible_collections.gpufleet.stack.plugins.action.fleet_report import (
+    _host_data,
     _report_json,
     _templating_once,
     _without_times,
@@ -54,3 +55,19 @@ def test_newer_facts_alone_are_not_a_change():
     assert _without_times(before) == _without_times(fresher)
     assert _without_times(before) != _without_times(hotter)
     assert _without_times(None) is None
+
+
+class RawHostvars(dict):
+    def raw_get(self, host):
+        return self[host]
+
+
+def test_the_outcomes_playbooks_keep_as_host_variables_reach_the_report():
+    """set_fact (cacheable) outcomes are host variables in the run that set them and facts in the cache after: the
+    report reads both, the job across nodes among them (it was left out, and no row showed it)."""
+    multinode = {"status": "passed", "nodes": ["gpu-1", "gpu-2"], "checks": [], "reservation": ""}
+    hostvars = RawHostvars(
+        {"gpu-1": {"ansible_facts": {"gpufleet_validation": {"status": "passed"}}, "gpufleet_multinode": multinode}}
+    )
+    data = _host_data(hostvars, "gpu-1", lambda value: value)
+    assert data["ansible_facts"] == {"gpufleet_validation": {"status": "passed"}, "gpufleet_multinode": multinode}
