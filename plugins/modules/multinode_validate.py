@@ -70,6 +70,11 @@ options:
     description: The Slurm partition; empty takes the cluster's default.
     type: str
     default: ""
+  reservation:
+    description: The Slurm reservation the nodes are held in for the check (M(gpufleet.stack.slurm_reservation));
+      empty runs outside any.
+    type: str
+    default: ""
   timeout:
     description: Seconds each job may take, waiting for its nodes included.
     type: int
@@ -103,7 +108,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 gpufleet_multinode:
-  description: The outcome, C(status) (passed, failed, refused) and C(checks) (each check's status, reason and data).
+  description: The outcome, C(status) (passed, failed, refused), C(nodes), C(checks) (each check's status, reason
+    and data) and C(reservation) (the hold it ran in, empty when none).
   returned: always
   type: dict
 """
@@ -129,6 +135,11 @@ def bounded(module, argv):
     return prefix + argv
 
 
+def placement(p):
+    """Where Slurm puts every job: the partition, and the reservation holding the nodes."""
+    return {"partition": p["partition"], "reservation": p["reservation"]}
+
+
 def allreduce(module, srun, nodes):
     p = module.params
     env = {str(k): str(v) for k, v in p["environment"].items()}
@@ -140,14 +151,14 @@ def allreduce(module, srun, nodes):
         GPUFLEET_ITERS=str(p["iterations"]),
         GPUFLEET_TIMEOUT=str(max(30, p["timeout"] // 2)),
     )
-    argv = mn.srun_argv(srun, nodes, [p["python"], p["script"]], partition=p["partition"])
+    argv = mn.srun_argv(srun, nodes, [p["python"], p["script"]], **placement(p))
     rc, out, err = module.run_command(bounded(module, argv), environ_update=env)
     return mn.allreduce_check(mn.parse_ranks(out), nodes, rc, err)
 
 
 def rdma_bw(module, srun, nodes):
     p = module.params
-    argv = mn.srun_argv(srun, nodes, ["sh", "-c", _LIST_RDMA], job_name="gpufleet-rdma-list", partition=p["partition"])
+    argv = mn.srun_argv(srun, nodes, ["sh", "-c", _LIST_RDMA], job_name="gpufleet-rdma-list", **placement(p))
     rc, out, err = module.run_command(bounded(module, argv))
     if rc != 0:
         return mn.result("rdma_bw", "failed", f"listing the nodes' RDMA devices failed ({rc}): {err.strip()[-300:]}")
@@ -159,7 +170,7 @@ def rdma_bw(module, srun, nodes):
 
     def one(node, extra):
         command = [*test, "-d", devices[node][0], *extra]
-        return shlex.join(bounded(module, mn.srun_argv(srun, [node], command, partition=p["partition"])))
+        return shlex.join(bounded(module, mn.srun_argv(srun, [node], command, **placement(p))))
 
     # The server listens first (in the background of one shell); the client connects to it by the node's name.
     both = f"{one(server, [])} & listener=$!; sleep 3; {one(client, [server])}; rc=$?; wait $listener; exit $rc"
@@ -186,6 +197,7 @@ def main():
             "iterations": {"type": "int", "default": 5},
             "environment": {"type": "dict", "default": {}},
             "partition": {"type": "str", "default": ""},
+            "reservation": {"type": "str", "default": ""},
             "timeout": {"type": "int", "default": 600},
         },
         supports_check_mode=False,
@@ -196,7 +208,12 @@ def main():
         module.fail_json(msg="multinode_validate: srun is not installed on this host: run it on a node of the cluster")
     checks = {"allreduce": allreduce, "rdma_bw": rdma_bw}
     results = [checks[name](module, srun, nodes) for name in module.params["checks"]]
-    outcome = {"status": overall(results), "nodes": nodes, "checks": results}
+    outcome = {
+        "status": overall(results),
+        "nodes": nodes,
+        "checks": results,
+        "reservation": module.params["reservation"],
+    }
     module.exit_json(changed=False, gpufleet_multinode=outcome)
 
 

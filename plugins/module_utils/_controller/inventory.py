@@ -103,6 +103,31 @@ def check_host(schema, role_specs, values, playbook, deferred=frozenset()):
         problems += sc.check(spec, values[name], name, schema["formats"])
     if needs_stack(schema, values, playbook) and "gpufleet_stack" not in deferred:
         problems += _needs(schema, values, deferred)
+    return problems + _switch_needs(schema, values, deferred)
+
+
+def _switch_needs(schema, values, deferred):
+    """A switch set true needs what it works through (a spec's `needs`: {variable: [allowed values] or "set"}):
+    upgrade.yml's job across nodes needs Slurm and the training environment's Python."""
+    problems = []
+    for name, spec in schema["variables"].items():
+        needs = spec.get("needs") or {}
+        if name not in values or not sc.is_true(values[name]) or sc.check(spec, values[name], name, schema["formats"]):
+            continue
+        for other, allowed in needs.items():
+            if other in deferred:
+                continue
+            value = values.get(other, (schema["variables"].get(other) or {}).get("default", ""))
+            if allowed == "set" and value in ("", None, [], {}):
+                problems.append(
+                    f"{name} is true, which needs {other}, and {other} is not set: set it, or {name}: false"
+                )
+            elif allowed != "set" and value not in allowed:
+                wanted = " or ".join(allowed)
+                problems.append(
+                    f"{name} is true, which needs {other}: {wanted}, and {other} is {sc.shown(value)}: set {other}: "
+                    f"{wanted}, or {name}: false"
+                )
     return problems
 
 

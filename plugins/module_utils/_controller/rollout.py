@@ -61,6 +61,34 @@ def summary(hosts, outcomes):
     return [f"{o}: {', '.join(by[o])}" for o in order]
 
 
+def slurm_names(hosts, hostvars):
+    """Each host's Slurm NodeName: node_drain_slurm_node_name where the inventory sets it, else the short host name."""
+    return [hostvars[h].get("node_drain_slurm_node_name") or hostvars[h].get("inventory_hostname_short") for h in hosts]
+
+
+def batch_job(batch, steps, names, step):
+    """The job across a batch's upgraded nodes (gpufleet_upgrade_multinode): {nodes, submitter, reservation, skip}.
+    nodes: the Slurm names of the batch's hosts now at `step` (steps: host -> the step its upgrade is at; names: host
+    -> its NodeName), in batch order; submitter: the first of those hosts, which runs scontrol and srun; reservation:
+    the hold's name, from its node; skip: why no job runs (fewer than two nodes), else ""."""
+    hosts = [h for h in batch if steps.get(h) == step]
+    nodes = [names.get(h) or h for h in hosts]
+    skip = ""
+    if not nodes:
+        skip = "no node of this batch reached the job across nodes"
+    elif len(nodes) == 1:
+        skip = (
+            f"{nodes[0]} is this batch's only node at the job across nodes, which needs two: a gpufleet_upgrade_serial "
+            "of 2 or more pairs them"
+        )
+    return {
+        "nodes": nodes,
+        "submitter": hosts[0] if hosts else "",
+        "reservation": f"gpufleet-upgrade-{nodes[0]}" if nodes else "",
+        "skip": skip,
+    }
+
+
 def unreachable_as_failed(result):
     """Turn a task result that found its host unreachable into a failed one (in place; plugins/strategy/rollout.py),
     marked gpufleet_unreachable, and the same for each loop item that did. True when it changed the result."""

@@ -145,6 +145,10 @@ REFUSED = [
     # A list with elements of the wrong kind names the variable, not a Python error.
     ("gpufleet_components", [["cuda"]], "gpufleet_components[0]"),
     ("gpufleet_components", [{"cuda": True}], "gpufleet_components[0]"),
+    ("gpu_validation_multinode_reservation", "maint --uid=0", "not in the expected form"),
+    ("gpu_validation_multinode_reservation", "-x", "not in the expected form"),
+    ("gpu_validation_multinode_submit_host", "ctl;id", "not in the expected form"),
+    ("gpufleet_upgrade_multinode", "sometimes", "not"),
 ]
 
 
@@ -208,7 +212,32 @@ ACCEPTED = [
     ("nvidia_driver_nvlsm_version", "*"),
     ("nvidia_driver_nvlsm_version", "2025.10.14-1"),
     ("nvidia_driver_imex_nodes", ["10.0.0.11", "tray-2.rack7.example", "fd00::11"]),
+    ("gpu_validation_multinode_reservation", "gpufleet-upgrade-gpu-017"),
+    ("gpu_validation_multinode_submit_host", "gpu-017.rack7.example"),
+    ("gpufleet_upgrade_multinode", False),
 ]
+
+
+def test_the_job_across_nodes_needs_slurm_and_the_training_python():
+    """gpufleet_upgrade_multinode runs through Slurm in the training environment: each missing part is named with
+    its fix, on the controller, before a node is drained."""
+    bare = inv.check_host(SCHEMA, ROLE_SPECS, {"gpufleet_upgrade_multinode": True}, "facts")
+    assert bare == [
+        "gpufleet_upgrade_multinode is true, which needs gpufleet_scheduler: slurm, and gpufleet_scheduler is "
+        '"none": set gpufleet_scheduler: slurm, or gpufleet_upgrade_multinode: false',
+        "gpufleet_upgrade_multinode is true, which needs gpu_validation_multinode_python, and "
+        "gpu_validation_multinode_python is not set: set it, or gpufleet_upgrade_multinode: false",
+    ]
+    kubernetes = {"gpufleet_upgrade_multinode": "yes", "gpufleet_scheduler": "kubernetes"}
+    assert 'gpufleet_scheduler is "kubernetes"' in " ".join(inv.check_host(SCHEMA, ROLE_SPECS, kubernetes, "facts"))
+    ready = {"gpufleet_scheduler": "slurm", "gpu_validation_multinode_python": "/opt/train/bin/python"}
+    assert inv.check_host(SCHEMA, ROLE_SPECS, {"gpufleet_upgrade_multinode": True, **ready}, "facts") == []
+    # Off (or not a boolean: that is said once, by the type check) needs nothing.
+    assert inv.check_host(SCHEMA, ROLE_SPECS, {"gpufleet_upgrade_multinode": "false"}, "facts") == []
+    assert len(inv.check_host(SCHEMA, ROLE_SPECS, {"gpufleet_upgrade_multinode": "sometimes"}, "facts")) == 1
+    # A needed variable that waits for facts is checked on the host, not here.
+    deferred = frozenset({"gpufleet_scheduler", "gpu_validation_multinode_python"})
+    assert inv.check_host(SCHEMA, ROLE_SPECS, {"gpufleet_upgrade_multinode": True}, "facts", deferred) == []
 
 
 @pytest.mark.parametrize(("name", "value"), ACCEPTED, ids=[f"{n}={v!r}"[:80] for n, v in ACCEPTED])

@@ -2,7 +2,6 @@
 and gpufleet.stack.slurm_node through Ansible against a stand-in scontrol/squeue that prints the same format."""
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -10,7 +9,6 @@ import pytest
 from ansible_collections.gpufleet.stack.plugins.module_utils._node.slurm import scontrol as sl
 
 FIXTURES = Path(__file__).with_name("fixtures")
-FAKE = Path(__file__).with_name("fake_slurm.py")
 
 
 def fixture(name):
@@ -96,15 +94,8 @@ def test_reasons_stay_on_one_line():
 
 # --- gpufleet.stack.slurm_node through Ansible, against the stand-in -------------------------------------------
 @pytest.fixture
-def cluster(tmp_path, ansible_env, run_module):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for tool in ("scontrol", "squeue"):
-        (bin_dir / tool).write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} {tool} "$@"\n')
-        (bin_dir / tool).chmod(0o755)
-    state = tmp_path / "slurm.json"
-    ansible_env["PATH"] = f"{bin_dir}:{ansible_env['PATH']}"
-    ansible_env["FAKE_SLURM_STATE"] = str(state)
+def cluster(fake_slurm, run_module):
+    state = fake_slurm
 
     def setup(**data):
         state.write_text(json.dumps({"name": "gpu-1", "flags": [], "reason": "", "gres": "gpu:a100:8", **data}))

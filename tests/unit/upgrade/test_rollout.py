@@ -58,3 +58,38 @@ def test_other_results_are_left_alone():
         before = dict(result)
         assert not r.unreachable_as_failed(result) and result == before
     assert not r.unreachable_as_failed(None)
+
+
+def test_the_job_across_a_batch_takes_its_nodes_at_the_step():
+    """upgrade.yml's job across nodes: the batch's hosts at the step (not one that failed before it, nor one at the
+    target), by their Slurm names, submitted from the first of them, held under that node's name."""
+    batch = ["gpu-a.example", "gpu-b.example", "gpu-c.example", "gpu-d.example"]
+    steps = {"gpu-a.example": "gate", "gpu-b.example": "multinode", "gpu-d.example": "multinode"}
+    names = {"gpu-a.example": "gpu-a", "gpu-b.example": "node017", "gpu-c.example": "gpu-c", "gpu-d.example": ""}
+    assert r.batch_job(batch, steps, names, "multinode") == {
+        "nodes": ["node017", "gpu-d.example"],
+        "submitter": "gpu-b.example",
+        "reservation": "gpufleet-upgrade-node017",
+        "skip": "",
+    }
+    one = r.batch_job(batch, steps, names, "gate")
+    assert (one["nodes"], one["submitter"]) == (["gpu-a"], "gpu-a.example")
+    assert one["reservation"] == "gpufleet-upgrade-gpu-a"
+    assert one["skip"] == (
+        "gpu-a is this batch's only node at the job across nodes, which needs two: a gpufleet_upgrade_serial of 2 or "
+        "more pairs them"
+    )
+    assert r.batch_job(batch, steps, names, "scheduler") == {
+        "nodes": [],
+        "submitter": "",
+        "reservation": "",
+        "skip": "no node of this batch reached the job across nodes",
+    }
+
+
+def test_slurm_names_are_the_inventorys_else_the_short_host_name():
+    hostvars = {
+        "gpu-1.rack7.example": {"inventory_hostname_short": "gpu-1", "node_drain_slurm_node_name": "node001"},
+        "gpu-2.rack7.example": {"inventory_hostname_short": "gpu-2"},
+    }
+    assert r.slurm_names(list(hostvars), hostvars) == ["node001", "gpu-2"]

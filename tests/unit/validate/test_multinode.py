@@ -45,6 +45,10 @@ def test_srun_starts_one_task_on_each_node():
         "/opt/train/bin/python",
         "x.py",
     ]
+    # An upgrade's batch is held in a reservation: the job asks for it (or Slurm would not place it there).
+    held = mn.srun_argv("/usr/bin/srun", NODES, ["true"], reservation="gpufleet-upgrade-mn-gpu1")
+    assert held[-2:] == ["--reservation=gpufleet-upgrade-mn-gpu1", "true"]
+    assert not [a for a in mn.srun_argv("/usr/bin/srun", NODES, ["true"]) if a.startswith("--reservation")]
 
 
 def test_every_rank_with_the_right_sum_on_its_own_node_passes():

@@ -26,12 +26,15 @@ _NUMBERS = ("rank", "world", "bytes", "seconds", "algbw_gbs", "busbw_gbs", "valu
 _PERFTEST_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
 
 
-def srun_argv(srun, nodes, command, *, job_name="gpufleet-multinode", time_limit_min=10, partition=""):
-    """srun with one task on each of `nodes`, all of them or none (srun waits for the allocation)."""
+def srun_argv(srun, nodes, command, *, job_name="gpufleet-multinode", time_limit_min=10, partition="", reservation=""):
+    """srun with one task on each of `nodes`, all of them or none (srun waits for the allocation); in `reservation`
+    where the nodes are held for it (an upgrade's batch: no other job lands there meanwhile)."""
     argv = [srun, f"--nodes={len(nodes)}", "--ntasks-per-node=1", f"--nodelist={','.join(nodes)}"]
     argv += [f"--job-name={job_name}", f"--time={time_limit_min}", "--export=ALL", "--kill-on-bad-exit=1"]
     if partition:
         argv.append(f"--partition={partition}")
+    if reservation:
+        argv.append(f"--reservation={reservation}")
     return argv + list(command)
 
 

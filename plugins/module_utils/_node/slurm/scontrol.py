@@ -18,6 +18,8 @@ BUSY_JOB_STATES = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED,STOPPED"
 SQUEUE_FORMAT = "%i|%u|%j|%T|%M"
 # States and flags after which the node does not take jobs: the scheduler has not taken it back.
 UNAVAILABLE = ("DOWN", "DRAIN", "FAIL", "INVALID", "INVALID_REG", "NOT_RESPONDING", "FUTURE", "UNKNOWN", "POWERED_DOWN")
+# A hold that keeps every job but ours off nodes being checked (scontrol create reservation Flags=).
+RESERVATION_FLAGS = ("MAINT", "IGNORE_JOBS")
 # Slurm keeps a reason on one line; long texts are cut so sinfo and the recap stay readable.
 REASON_MAX = 240
 
@@ -34,13 +36,7 @@ def parse_node(text):
     if match:
         reason, reason_by = match.group(1).strip(), match.group(2) or ""
         text = text[: match.start()] + text[match.end() :]
-    fields, key = {}, None
-    for token in text.split():
-        if "=" in token:
-            key, value = token.split("=", 1)
-            fields[key] = value
-        elif key is not None:
-            fields[key] += " " + token
+    fields = _fields(text)
     state = fields.get("State", "UNKNOWN")
     # sinfo-style suffixes (* not responding, ~ powered off, # powering up) can trail the base in some outputs.
     parts = state.rstrip("*~#!%$@^-").split("+")
@@ -57,6 +53,49 @@ def parse_node(text):
         "gres_gpus": gres_gpu_count(gres),
         "slurmd_start": fields.get("SlurmdStartTime", ""),
     }
+
+
+def _fields(text):
+    """Key=Value tokens of scontrol's show output; a value with spaces (OS=Linux 6.1 #1 SMP) is kept whole."""
+    fields, key = {}, None
+    for token in text.split():
+        if "=" in token:
+            key, value = token.split("=", 1)
+            fields[key] = value
+        elif key is not None:
+            fields[key] += " " + token
+    return fields
+
+
+def parse_reservation(text):
+    """`scontrol show reservation NAME` -> {name, nodes, flags, users, state, end}: nodes as Slurm writes them (a
+    hostlist, mn-gpu[1-2]); None when the text holds no reservation (Slurm says "Reservation NAME not found")."""
+    fields = _fields(text or "")
+    if not fields.get("ReservationName"):
+        return None
+    listed = {key: [v for v in fields.get(key, "").split(",") if v and v != "(null)"] for key in ("Flags", "Users")}
+    return {
+        "name": fields["ReservationName"],
+        "nodes": fields.get("Nodes", ""),
+        "flags": listed["Flags"],
+        "users": listed["Users"],
+        "state": fields.get("State", ""),
+        "end": fields.get("EndTime", ""),
+    }
+
+
+def reservation_fields(name, nodes, minutes, users):
+    """scontrol create reservation's fields for a hold on `nodes` from now: MAINT (no job but those of `users`, and
+    made even on nodes that are drained or in another reservation) and IGNORE_JOBS (made even where a job is
+    still ending)."""
+    return [
+        f"ReservationName={name}",
+        f"Nodes={','.join(nodes)}",
+        "StartTime=now",
+        f"Duration={minutes}",
+        f"Users={','.join(users)}",
+        f"Flags={','.join(RESERVATION_FLAGS)}",
+    ]
 
 
 def gres_gpu_count(gres):
