@@ -9,10 +9,10 @@ name: batch_job
 short_description: The nodes of an upgrade batch that run the job across nodes, and the hold's name
 version_added: "0.9.0"
 description:
-  - C({nodes, reservation, skip}) for upgrade.yml's job across nodes (gpufleet_upgrade_multinode) - the Slurm names
-    (C(node_drain_slurm_node_name), else the short host name) of the batch's hosts whose upgrade is at O(step), in
-    batch order; the reservation holding them (C(gpufleet-upgrade-<first node>)); and why no job runs when fewer than
-    two are there.
+  - C({nodes, submitter, reservation, skip}) for upgrade.yml's job across nodes (gpufleet_upgrade_multinode) - the
+    Slurm names (C(node_drain_slurm_node_name), else the short host name) of the batch's hosts whose upgrade is at
+    O(step), in batch order; the first of those hosts, which holds the nodes and submits the job; the reservation
+    holding them (C(gpufleet-upgrade-<first node>)); and why no job runs when fewer than two are there.
 options:
   _input:
     description: The batch (C(ansible_play_batch)).
@@ -35,7 +35,7 @@ __job: "{{ ansible_play_batch | gpufleet.stack.batch_job(hostvars, 'multinode') 
 
 RETURN = r"""
 _value:
-  description: C(nodes) (list), C(reservation) (str), C(skip) (str, empty when the job runs).
+  description: C(nodes) (list), C(submitter) (str), C(reservation) (str), C(skip) (str, empty when the job runs).
   type: dict
 """
 
