@@ -22,15 +22,21 @@ HOST = {
 }
 
 
-def run(workdir, env, group_vars, *, playbook="site.yml", host_vars_text="", extra=(), hosts=("gpu-x",)):
+def run(  # pylint: disable=too-many-arguments
+    workdir, env, group_vars, *, playbook="site.yml", host_vars_text="", extra=(), hosts=("gpu-x",), host_vars=None
+):
     """(rc, output) of ansible-playbook; group_vars is data, host_vars_text raw YAML (for what YAML itself does to a
-    value, such as an unquoted 12.10), which outranks group_vars."""
+    value, such as an unquoted 12.10) for gpu-x, which outranks group_vars; host_vars: {host: raw YAML} instead, one
+    file per host (hosts then defaults to its keys)."""
+    host_vars = host_vars or {"gpu-x": host_vars_text}
+    hosts = tuple(host_vars) if hosts == ("gpu-x",) else hosts
     inv = Path(workdir) / "inventory"
     (inv / "group_vars").mkdir(parents=True, exist_ok=True)
     (inv / "host_vars").mkdir(exist_ok=True)
     (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": dict.fromkeys(hosts, HOST)}}))
     (inv / "group_vars" / "all.yml").write_text(yaml.safe_dump(group_vars))
-    (inv / "host_vars" / "gpu-x.yml").write_text(host_vars_text or "{}\n")
+    for host, text in host_vars.items():
+        (inv / "host_vars" / f"{host}.yml").write_text(text or "{}\n")
     binary = str(PLAYBOOK_BIN) if PLAYBOOK_BIN.exists() else shutil.which("ansible-playbook")
     # Each run's own report and upgrade locks: runs side by side name the same host.
     argv = [binary, "-i", str(inv), playbook, "-e", f"gpufleet_report_dir={Path(workdir) / 'report'}",
