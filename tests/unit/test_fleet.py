@@ -132,28 +132,3 @@ def test_a_container_another_lane_removes_while_listing_is_not_an_error(fleet, m
     answers["inspect"] = fleet.subprocess.CompletedProcess([], 1, "", "Cannot connect to the Docker daemon\n")
     with pytest.raises(fleet.FleetError, match="docker inspect failed"):
         fleet.containers(None)
-
-
-def test_a_node_with_the_compiler_cache_mounts_the_controllers_cache_and_others_do_not(fleet, monkeypatch, tmp_path):
-    """--compiler-cache (kernel_layer's compiler_cache) mounts the controller's ccache directory, made if absent, into
-    the new node; a node without it gets no such mount."""
-    calls = []
-
-    def run(argv, check=True, **kw):
-        calls.append(argv)
-        return fleet.subprocess.CompletedProcess(argv, 0, "", "")
-
-    monkeypatch.setattr(fleet, "run", run)
-    monkeypatch.setattr(fleet, "node_state", lambda name: None)
-    monkeypatch.setattr(fleet, "image_recipe_label", lambda image: "digest")
-    monkeypatch.setattr(fleet, "free_ssh_port", lambda: 22201)
-    monkeypatch.setattr(fleet, "SSH_DIR", tmp_path / "ssh")
-    monkeypatch.setattr(fleet, "COMPILER_CACHE", tmp_path / "ccache")
-    assert fleet.start_node("kern-a", "debian12-kernel", "molecule-x", compiler_cache=True) == "created"
-    assert fleet.start_node("kern-b", "debian12-kernel", "molecule-x") == "created"
-    with_cache, without = (argv for argv in calls if argv[:2] == ["docker", "run"])
-    assert with_cache[with_cache.index("--volume", with_cache.index("--env")) + 1] == (
-        f"{tmp_path / 'ccache'}:{fleet.NODE_COMPILER_CACHE}"
-    )
-    assert (tmp_path / "ccache").is_dir()
-    assert f"{tmp_path / 'ccache'}:{fleet.NODE_COMPILER_CACHE}" not in without
