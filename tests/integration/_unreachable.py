@@ -23,13 +23,13 @@ HOST = {
 
 
 def run(  # pylint: disable=too-many-arguments
-    workdir, env, group_vars, *, playbook="site.yml", host_vars_text="", extra=(), hosts=("gpu-x",), host_vars=None
+    workdir, env, group_vars, *, playbook="site.yml", host_vars_text="", extra=(), hosts=None, host_vars=None
 ):
     """(rc, output) of ansible-playbook; group_vars is data, host_vars_text raw YAML (for what YAML itself does to a
     value, such as an unquoted 12.10) for gpu-x, which outranks group_vars; host_vars: {host: raw YAML} instead, one
-    file per host (hosts then defaults to its keys)."""
+    file per host; hosts: the inventory's hosts, by default those that have host_vars."""
     host_vars = host_vars or {"gpu-x": host_vars_text}
-    hosts = tuple(host_vars) if hosts == ("gpu-x",) else hosts
+    hosts = hosts or tuple(host_vars)
     inv = Path(workdir) / "inventory"
     (inv / "group_vars").mkdir(parents=True, exist_ok=True)
     (inv / "host_vars").mkdir(exist_ok=True)
