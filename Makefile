@@ -45,10 +45,18 @@ wheels: .cache/wheels/$(TORCH_CPU_WHEEL)
 	else $(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --platform manylinux_2_28_x86_64 \
 	  --index-url https://download.pytorch.org/whl/cpu -d .cache/wheels torch==2.13.0+cpu; fi
 
-venv: $(VENV)/.stamp
+venv: $(VENV)/.stamp $(VENV)/.harness
 $(VENV)/.stamp: requirements.in requirements.lock
 	python3 -m venv $(VENV) || { apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv $(VENV); }
 	$(PY) -m pip install -q -r requirements.in -c <(grep -v '^#' requirements.lock)
+	touch $@
+
+## the test harness's speed-up for the venv's Ansible (tests/harness/gpufleet_ansiballz_cache.py): a .pth that loads it
+## only where GPUFLEET_ANSIBALLZ_CACHE is set (tests/conftest.py sets it)
+$(VENV)/.harness: $(VENV)/.stamp
+	printf '%s\n' '$(CURDIR)/tests/harness' \
+	  'import os; os.environ.get("GPUFLEET_ANSIBALLZ_CACHE") and __import__("gpufleet_ansiballz_cache")' \
+	  > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/gpufleet_harness.pth"
 	touch $@
 
 engine:

@@ -11,6 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # collections/ansible_collections/gpufleet/stack links back to the checkout root.
 sys.path.insert(0, str(ROOT / "collections"))
+# Every ansible and ansible-playbook these tests start (Molecule's included) keeps its module_utils walks here
+# (tests/harness/gpufleet_ansiballz_cache.py); the venv's .pth from `make venv` reads the variable.
+os.environ.setdefault("GPUFLEET_ANSIBALLZ_CACHE", str(ROOT / ".cache" / "ansiballz"))
 
 
 def ansible_environment(workdir):
