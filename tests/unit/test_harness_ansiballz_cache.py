@@ -3,6 +3,7 @@ that changed since is walked again."""
 
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -87,16 +88,16 @@ def test_a_file_that_changed_since_is_walked_again(walked, kept, tmp_path, monke
     import gpufleet_ansiballz_cache as harness
 
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, harness._Patcher)]
-    import pickle
-
     for path in tmp_path.iterdir():
         entry = pickle.loads(path.read_bytes())
-        arcname, source, _, inline = entry["files"][-1]
-        entry["files"][-1] = (arcname, source, "0" * 64, inline)  # as if the file had changed after it was kept
+        last = max(i for i, file in enumerate(entry["files"]) if file[1])  # the last one read from a file
+        arcname, source, digest, inline = entry["files"][last]
+        assert len(digest) == 64
+        entry["files"][last] = (arcname, source, "0" * 64, inline)  # as if the file had changed after it was kept
         path.write_bytes(pickle.dumps(entry))
         with zipfile.ZipFile(tmp_path / "probe.zip", "w") as zf:
             assert harness._replay(None, entry, zf, None) is False
             assert zf.namelist() == []  # nothing written when any file differs
     assert payloads(tmp_path) == walked  # walked again, and kept again with the right digests
     for path in (p for p in tmp_path.iterdir() if p.suffix != ".zip"):
-        assert all(d != "0" * 64 for _, _, d, _ in pickle.loads(path.read_bytes())["files"])
+        assert all(file[2] != "0" * 64 for file in pickle.loads(path.read_bytes())["files"])
