@@ -24,6 +24,7 @@ WORK = ROOT / ".cache" / "mutation"
 TREE = WORK / "tree"
 MUTMUT = "mutmut==2.5.1"
 UTILS = "plugins/module_utils"
+MUTANT_TIMEOUT = 300  # seconds for one mutant's tests; the slowest module's take about 2 s each
 
 # The tests that drive the compatibility engine (engine.evaluate over real matrix rows and stacks).
 COMPAT = [
@@ -118,7 +119,9 @@ def run_one(tool, module, tests):
     pytest = f"{ROOT / '.venv' / 'bin' / 'python'} -m pytest -x -q -p no:cacheprovider -o addopts= " + " ".join(tests)
     # mutmut 2 counts only exit status 1 as tests failing; a mutant that breaks the tests' collection (a module-level
     # value the tests compute on import) makes pytest exit 2, which mutmut would count as a survivor.
-    runner = f"sh -c '{pytest} || exit 1'"
+    # A mutant can make a test wait forever (a lock's wait loop that never ends): `timeout` stops it, and a mutant
+    # that hangs the tests counts as caught, as mutmut counts its own timeouts.
+    runner = f"sh -c 'timeout --kill-after=10 {MUTANT_TIMEOUT} {pytest} || exit 1'"
     started = time.monotonic()
     subprocess.run(
         [tool, "run", "--paths-to-mutate", f"{UTILS}/{module}", "--runner", runner, "--no-progress", "--CI"],
