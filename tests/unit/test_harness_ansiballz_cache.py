@@ -83,11 +83,12 @@ def test_a_kept_walk_gives_every_payload_the_same_files_as_ansible_cores_own(wal
 
 def test_a_file_that_changed_since_is_walked_again(walked, kept, tmp_path, monkeypatch):
     shutil.copytree(kept[0], tmp_path, dirs_exist_ok=True)
-    sys.path.insert(0, str(HARNESS))
+    # Imported here only for _replay: its import-time hook goes into a meta_path this test throws away.
+    monkeypatch.syspath_prepend(str(HARNESS))
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
     monkeypatch.setenv("GPUFLEET_ANSIBALLZ_CACHE", str(tmp_path))
     import gpufleet_ansiballz_cache as harness
 
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, harness._Patcher)]
     for path in tmp_path.iterdir():
         entry = pickle.loads(path.read_bytes())
         last = max(i for i, file in enumerate(entry["files"]) if file[1])  # the last one read from a file
