@@ -51,11 +51,13 @@ $(VENV)/.stamp: requirements.in requirements.lock
 	$(PY) -m pip install -q -r requirements.in -c <(grep -v '^#' requirements.lock)
 	touch $@
 
-## the test harness's speed-up for the venv's Ansible (tests/harness/gpufleet_ansiballz_cache.py): a .pth that loads it
-## only where GPUFLEET_ANSIBALLZ_CACHE is set (tests/conftest.py sets it)
-$(VENV)/.harness: $(VENV)/.stamp
-	printf '%s\n' '$(CURDIR)/tests/harness' \
+## the test harness's speed-ups for the venv's Ansible, each loaded only where its variable is set (tests/conftest.py
+## sets both): ansible-core's import walk per module (tests/harness/gpufleet_ansiballz_cache.py) and, for the modules
+## the controller runs on itself (-c local), the compiled module_utils the nodes keep too (sandbox/pycode/)
+$(VENV)/.harness: $(VENV)/.stamp tests/harness/gpufleet_ansiballz_cache.py sandbox/pycode/gpufleet_pycode.py
+	printf '%s\n' '$(CURDIR)/tests/harness' '$(CURDIR)/sandbox/pycode' \
 	  'import os; os.environ.get("GPUFLEET_ANSIBALLZ_CACHE") and __import__("gpufleet_ansiballz_cache")' \
+	  'import os; os.environ.get("GPUFLEET_PYCODE_CACHE") and __import__("gpufleet_pycode")' \
 	  > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/gpufleet_harness.pth"
 	touch $@
 

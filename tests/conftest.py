@@ -14,6 +14,11 @@ sys.path.insert(0, str(ROOT / "collections"))
 # Every ansible and ansible-playbook these tests start (Molecule's included) keeps its module_utils walks here
 # (tests/harness/gpufleet_ansiballz_cache.py); the venv's .pth from `make venv` reads the variable.
 os.environ.setdefault("GPUFLEET_ANSIBALLZ_CACHE", str(ROOT / ".cache" / "ansiballz"))
+# The modules these tests run on the controller itself (the `ansible` CLI with -c local, Molecule's create and destroy)
+# keep their compiled module_utils as the nodes do (sandbox/pycode/gpufleet_pycode.py), in a cache of the controller's
+# own: never code that a node wrote.
+os.environ.setdefault("GPUFLEET_PYCODE_CACHE", str(ROOT / ".cache" / "pycode"))
+Path(os.environ["GPUFLEET_PYCODE_CACHE"]).mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 def ansible_environment(workdir):

@@ -9,14 +9,16 @@ number, so the same source compiles once per Python version across the sandbox. 
 compile() returns for that source; each code object gets the payload's own file name back, so tracebacks and
 warnings name the file as they would have. Any problem with the cache falls back to compiling.
 
-sandbox/fleet mounts this file, its .pth and the cache directory into every node. It is never installed on a
-real host: it is a test harness speed-up, like a compiler cache.
+sandbox/fleet mounts this file, its .pth and the cache directory into every node. The venv's harness .pth (`make
+venv`) loads it too, for the modules the controller runs on itself, where GPUFLEET_PYCODE_CACHE names a cache of the
+controller's own (tests/conftest.py sets it). It is never installed on a real host: it is a test harness speed-up,
+like a compiler cache.
 """
 
 import os
 import zipimport
 
-CACHE = "/var/cache/gpufleet-pycode"
+CACHE = os.environ.get("GPUFLEET_PYCODE_CACHE", "/var/cache/gpufleet-pycode")
 _compile_source = getattr(zipimport, "_compile_source", None)  # 3.11 and 3.13 have it
 
 

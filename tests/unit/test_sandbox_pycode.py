@@ -75,3 +75,16 @@ def test_a_torn_cache_entry_is_compiled_again_and_replaced(tmp_path):
 
 def test_an_unwritable_cache_still_imports(tmp_path):
     assert "payload_mod.py" in run_probe(tmp_path, tmp_path / "absent")
+
+
+def test_the_venvs_harness_loads_it_only_where_a_controller_cache_is_named(tmp_path):
+    """`make venv`'s .pth: the modules the controller runs on itself (-c local) use the hook with the cache that
+    GPUFLEET_PYCODE_CACHE names (tests/conftest.py sets it); without the variable the venv's Python is untouched."""
+    probe = "import zipimport; print(zipimport._compile_source.__module__)"
+    env = {"PATH": "/usr/bin:/bin"}
+    plain = subprocess.run([sys.executable, "-c", probe], env=env, check=True, capture_output=True, text=True)
+    assert plain.stdout.strip() == "zipimport"
+    hooked = subprocess.run([sys.executable, "-c", probe + "; import gpufleet_pycode; print(gpufleet_pycode.CACHE)"],
+                            env={**env, "GPUFLEET_PYCODE_CACHE": str(tmp_path)},
+                            check=True, capture_output=True, text=True)  # fmt: skip
+    assert hooked.stdout.split() == ["gpufleet_pycode", str(tmp_path)]

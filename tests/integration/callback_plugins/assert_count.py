@@ -3,13 +3,16 @@
 """Test harness only (tests/integration/test_molecule.py): count the assertions each playbook run checked.
 
 Appends one JSON line per playbook run to $GPUFLEET_ASSERT_LOG: the playbook's file name and how many assert tasks
-passed on any host. A Molecule verifier whose run checked none has proved nothing, and the harness fails it.
+passed on any host. A Molecule verifier whose run checked none has proved nothing, and the harness fails it. Each line
+also says when the run started, how long it took and how many host-task results it had, so that a CI run's logs say
+where each scenario's minutes went (converge, idempotence, each playbook its verifier ran).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 
 from ansible.plugins.callback import CallbackBase
 
@@ -37,16 +40,36 @@ class CallbackModule(CallbackBase):
         super().__init__()
         self.playbook = ""
         self.asserts = 0
+        self.results = 0
+        self.started = time.time()
 
     def v2_playbook_on_start(self, playbook):
         self.playbook = os.path.basename(playbook._file_name)  # pylint: disable=protected-access
+        self.started = time.time()
 
     def v2_runner_on_ok(self, result):
+        self.results += 1
         if result._task.action in ASSERTS:  # pylint: disable=protected-access
             self.asserts += 1
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self.results += 1
+
+    def v2_runner_on_skipped(self, result):
+        self.results += 1
+
+    def v2_runner_on_unreachable(self, result):
+        self.results += 1
 
     def v2_playbook_on_stats(self, stats):
         path = os.environ.get("GPUFLEET_ASSERT_LOG")
         if path:
             with open(path, "a", encoding="utf-8") as log:
-                log.write(json.dumps({"playbook": self.playbook, "asserts": self.asserts}) + "\n")
+                run = {
+                    "playbook": self.playbook,
+                    "asserts": self.asserts,
+                    "started": time.strftime("%H:%M:%S", time.gmtime(self.started)),
+                    "seconds": round(time.time() - self.started, 1),
+                    "results": self.results,
+                }
+                log.write(json.dumps(run) + "\n")
