@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -58,18 +58,19 @@ class Timings:
         self.started = time.monotonic()
         self.lock = threading.Lock()
 
-    def add(self, scenario, lane, begin, end):
+    def add(self, scenario, lane, begin, end, where=""):
         with self.lock:
-            self.rows[scenario] = (lane, begin - self.started, end - self.started)
+            self.rows[scenario] = (lane, begin - self.started, end - self.started, where)
             self.write()
 
     def write(self):
         lines = [
             f"lane {lane}  start {start / 60:5.1f} min  {(stop - start) / 60:5.1f} min  {name}"
-            for name, (lane, start, stop) in sorted(self.rows.items(), key=lambda row: (row[1][0], row[1][1]))
+            + (f"  ({where})" if where else "")
+            for name, (lane, start, stop, where) in sorted(self.rows.items(), key=lambda row: (row[1][0], row[1][1]))
         ]
-        wall = max(stop for _lane, _start, stop in self.rows.values())
-        total = sum(stop - start for _lane, start, stop in self.rows.values())
+        wall = max(stop for _lane, _start, stop, _where in self.rows.values())
+        total = sum(stop - start for _lane, start, stop, _where in self.rows.values())
         lines.append(f"{len(self.rows)} scenarios: {total / 60:.1f} min of runs in {wall / 60:.1f} min")
         SUMMARY.parent.mkdir(parents=True, exist_ok=True)
         SUMMARY.write_text("\n".join(lines) + "\n")
@@ -81,6 +82,19 @@ def lanes() -> int:
     if not value.isdigit() or int(value) < 1:
         raise pytest.UsageError(f"GPUFLEET_MOLECULE_LANES must be a whole number >= 1, got {value!r}")
     return int(value)
+
+
+def minutes_by_playbook(runs, top=4):
+    """Where a scenario's minutes went, from callback_plugins/assert_count.py's lines: the playbooks with the most
+    wall time, each with its number of runs (a run started from inside another, as a verifier's, overlaps it)."""
+    seconds, count = Counter(), Counter()
+    for run in runs:
+        seconds[run["playbook"]] += run.get("seconds", 0)
+        count[run["playbook"]] += 1
+    return ", ".join(
+        f"{name} {spent / 60:.1f}" + (f" x{count[name]}" if count[name] > 1 else "")
+        for name, spent in seconds.most_common(top)
+    )
 
 
 def run_order(selected):
@@ -175,8 +189,8 @@ def molecule_test(scenario, timings, lane):
     )
     output = proc.stdout + proc.stderr
     (LOGS / f"{scenario}.log").write_text(output)
-    timings.add(scenario, lane, begin, time.monotonic())
     runs = [json.loads(line) for line in asserts.read_text().splitlines()] if asserts.exists() else []
+    timings.add(scenario, lane, begin, time.monotonic(), minutes_by_playbook(runs))
     return proc.returncode, output, runs
 
 
@@ -273,6 +287,18 @@ INFO     [horovod > verify] Executed: Successful
 )
 def test_a_verifier_that_checked_nothing_counts_zero(output, runs, checks):
     assert verifier_checks(output, runs) == checks
+
+
+def test_the_summary_says_which_playbooks_took_a_scenarios_minutes():
+    runs = [
+        {"playbook": "converge.yml", "asserts": 0, "seconds": 120.0},
+        {"playbook": "converge.yml", "asserts": 0, "seconds": 30.0},
+        {"playbook": "create.yml", "asserts": 0, "seconds": 12.0},
+        {"playbook": "upgrade.yml", "asserts": 0, "seconds": 300.0},
+        {"playbook": "verify.yml", "asserts": 4},  # a line from before the callback timed runs
+    ]
+    assert minutes_by_playbook(runs, top=3) == "upgrade.yml 5.0, converge.yml 2.5 x2, create.yml 0.2"
+    assert minutes_by_playbook([]) == ""
 
 
 def test_lanes_take_scenarios_in_order_as_they_come_free():
