@@ -60,7 +60,11 @@ TARGETS = {
     "_controller/upgrade.py": ["tests/unit/upgrade/test_failure.py"],
     "_controller/cuda_set.py": ["tests/unit/apt_plan/test_cuda_set.py", "tests/unit/apt_plan/test_cuda_set_edges.py"],
     "_controller/dcgm_set.py": ["tests/unit/apt_plan/test_dcgm_set.py", "tests/unit/apt_plan/test_dcgm_set_edges.py"],
-    "_controller/wheel.py": ["tests/unit/python_wheel/test_wheel.py", "tests/unit/horovod/test_build_key.py"],
+    "_controller/wheel.py": [
+        "tests/unit/python_wheel/test_wheel.py",
+        "tests/unit/python_wheel/test_wheel_edges.py",
+        "tests/unit/horovod/test_build_key.py",
+    ],
     "_controller/inventory.py": ["tests/unit/inventory/test_schema.py", "tests/unit/inventory/test_domains.py"],
     "_common/schema.py": ["tests/unit/inventory/test_schema.py", "tests/unit/inventory/test_domains.py"],
     "_node/apt/plan.py": [

@@ -16,8 +16,9 @@ import os
 import re
 import zipfile
 
-VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$")
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# \Z, not $: `$` also matches before a trailing newline, which would reach the wheel's file name.
+VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*\Z")
+SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 
 
 class WheelError(Exception):
