@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-SPEC = re.compile(r"^(\d+)\.(\d+)(\.\d+)?$")
+SPEC = re.compile(r"^(\d+)\.(\d+)(\.\d+)?\Z")  # \Z: `$` would take "12.8\n" (a YAML block scalar)
 # The packages of one X.Y release end in -X-Y: cuda-* (compiler, runtime, tools, the X.Y config-common) and the math
 # libraries libcublas-*, libcufft-*, libnpp-*, libnvjitlink-*... (NVIDIA's repository).
 PART = r"^(cuda|libcu|libnv|libnpp)[a-z0-9-]*-"

@@ -34,3 +34,9 @@ def test_two_toolkits_no_longer_listed_are_both_removed():
     assert found["unlisted"] == ["12-4", "12-6"]
     assert found["unlisted_parts"] == ["cuda-toolkit-12-4", "cuda-nvcc-12-4", "cuda-toolkit-12-6", "libcublas-12-6"]
     assert found["unlisted_held"] == ["cuda-nvcc-12-4", "libcublas-12-6"]
+
+
+def test_a_version_with_a_trailing_newline_is_no_toolkit():
+    # A YAML block scalar ("cuda: |") ends in a newline; `$` alone would have taken it, and the spec with it.
+    assert cuda_set(["12.8\n"])["toolkits"] == []
+    assert [t["spec"] for t in cuda_set(["12.8", "12.6.3"])["toolkits"]] == ["12.8", "12.6.3"]

@@ -44,6 +44,7 @@ def test_no_domain_reported_no_nodes_and_why():
         (["10.0.0.11 10.0.0.12"], ["'10.0.0.11 10.0.0.12' is not an IP address or host name"]),
         (["# comment"], ["'# comment' is not an IP address or host name"]),
         (["a\nb"], ["'a\\nb' is not an IP address or host name"]),
+        (["tray-2\n"], ["'tray-2\\n' is not an IP address or host name"]),  # `$` alone would take it
         ([""], ["'' is not an IP address or host name"]),
     ],
 )

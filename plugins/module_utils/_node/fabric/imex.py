@@ -23,7 +23,8 @@ MODPROBE_TEXT = "options nvidia NVreg_CreateImexChannel0=1\n"
 CHANNEL_DEVICE = "nvidia-caps-imex-channels"
 CHANNEL0 = "/dev/nvidia-caps-imex-channels/channel0"
 # An IPv4 or IPv6 address or a DNS name (names from driver 570.158.01, per the DRA driver's use of them).
-_ADDRESS = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.:-]{0,252})$")
+# \Z, not $: `$` also matches before a final newline, which would write an empty line into the nodes file.
+_ADDRESS = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.:-]{0,252})\Z")
 
 
 def check_nodes(nodes):
