@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORK = ROOT / ".cache" / "mutation"
+# GPUFLEET_MUTATION_DIR: another work directory, so that two runs (two modules) can go side by side on two cores.
+WORK = Path(os.environ.get("GPUFLEET_MUTATION_DIR") or ROOT / ".cache" / "mutation")
 TREE = WORK / "tree"
 MUTMUT = "mutmut==2.5.1"
 UTILS = "plugins/module_utils"
