@@ -31,6 +31,7 @@ MUTANT_TIMEOUT = 300  # seconds for one mutant's tests; a module's tests take 1-
 COMPAT = [
     "tests/unit/stack/test_rules.py",
     "tests/unit/stack/test_rules_gpu.py",
+    "tests/unit/stack/test_rules_gpu_edges.py",
     "tests/unit/stack/test_verdicts.py",
     "tests/unit/stack/test_shipped_stacks.py",
 ]
@@ -80,6 +81,7 @@ TARGETS = {
         "tests/unit/stack/test_matrix.py",
         "tests/unit/stack/test_rules.py",
         "tests/unit/stack/test_rules_gpu.py",
+        "tests/unit/stack/test_rules_gpu_edges.py",
         "tests/unit/stack/test_verdicts.py",
         "tests/unit/stack/test_shipped_stacks.py",
     ],

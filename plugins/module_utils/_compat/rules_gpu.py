@@ -88,7 +88,8 @@ def _release(matrix, stack, target):
         return [r.check("gpu_release", r.OK, f"driver {driver}'s open kernel modules list {label}", mx.cite(row))]
     later = ", ".join(f"{x} (branch {b})" for b, x in sorted(since.items()) if b > branch)
     newer = f"; or a branch that lists it: {later}" if later else ""
-    fix = f"upgrade to {since[branch]} or newer{newer}" if branch in since else f"use {later or 'a newer branch'}"
+    # Not in `since` and not newer than all of it (that returned above): some later branch lists it.
+    fix = f"upgrade to {since[branch]} or newer{newer}" if branch in since else f"use {later}"
     return [
         r.check(
             "gpu_release",
