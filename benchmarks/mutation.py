@@ -67,7 +67,11 @@ TARGETS = {
         "tests/unit/python_wheel/test_wheel_edges.py",
         "tests/unit/horovod/test_build_key.py",
     ],
-    "_controller/inventory.py": ["tests/unit/inventory/test_schema.py", "tests/unit/inventory/test_domains.py"],
+    "_controller/inventory.py": [
+        "tests/unit/inventory/test_schema.py",
+        "tests/unit/inventory/test_domains.py",
+        "tests/unit/inventory/test_inventory_edges.py",
+    ],
     "_common/schema.py": ["tests/unit/inventory/test_schema.py", "tests/unit/inventory/test_domains.py"],
     "_node/apt/plan.py": [
         "tests/unit/apt_plan/test_plan.py",
