@@ -32,6 +32,7 @@ COMPAT = [
     "tests/unit/stack/test_rules.py",
     "tests/unit/stack/test_rules_gpu.py",
     "tests/unit/stack/test_rules_gpu_edges.py",
+    "tests/unit/stack/test_rules_fw_edges.py",
     "tests/unit/stack/test_verdicts.py",
     "tests/unit/stack/test_shipped_stacks.py",
 ]
@@ -86,6 +87,7 @@ TARGETS = {
         "tests/unit/stack/test_rules.py",
         "tests/unit/stack/test_rules_gpu.py",
         "tests/unit/stack/test_rules_gpu_edges.py",
+        "tests/unit/stack/test_rules_fw_edges.py",
         "tests/unit/stack/test_verdicts.py",
         "tests/unit/stack/test_shipped_stacks.py",
     ],
