@@ -98,3 +98,29 @@ def test_a_switch_names_each_setting_it_needs():
             assert any(p.startswith(start) for p in problems), problems
     # Deferred (set, but waiting for facts): not judged here.
     assert inv.check_host(SCHEMA, ROLE_SPECS, {name: True}, "facts", deferred=frozenset(needs)) == []
+
+
+def test_up_to_four_hosts_are_named_then_how_many_more():
+    assert inv.hosts_text(["d", "b", "a", "c"]) == "a, b, c, d"
+    assert inv.hosts_text(["e", "d", "b", "a", "c"]) == "a, b, c, d and 1 more"
+    assert inv.hosts_text(["one"]) == "one"
+
+
+def test_the_reports_head_counts_problems_and_hosts_in_the_singular_and_plural():
+    one = inv.report({"gpu-01": ["x is bad"]})
+    assert one == (
+        "1 problem in the inventory of 1 host (checked on the controller; no host was contacted):\n- gpu-01: x is bad"
+    )
+    two = inv.report({"gpu-01": ["x is bad", "y is bad"], "gpu-02": ["x is bad"], "gpu-03": []})
+    assert two.splitlines() == [
+        "2 problems in the inventory of 2 hosts (checked on the controller; no host was contacted):",
+        "- gpu-01, gpu-02: x is bad",
+        "- gpu-01: y is bad",
+    ]
+
+
+def test_hosts_with_one_stack_are_evaluated_once_whatever_its_key_order():
+    found = inv.distinct({"a": {"driver": "570", "cuda": "12.8"}, "b": {"cuda": "12.8", "driver": "570"}, "c": {}})
+    assert [hosts for _item, hosts in found.values()] == [["a", "b"], ["c"]]
+    mixed = inv.distinct({"a": {1: "x", "k": "y"}, "b": {1: "x", "k": "y"}})  # keys json cannot sort
+    assert [hosts for _item, hosts in mixed.values()] == [["a", "b"]]

@@ -141,3 +141,31 @@ def test_a_row_that_loads_the_system_libraries_says_nothing_of_bundles():
     row = {"bundles": {"cu128": {"cudnn": "9.10.2.21"}}, "uses_system": True, "id": "x", "source": "s", "read": "d"}
     assert rules_fw._bundled(row, fw, "cu128", {"cudnn": "9.8.0"}) == []  # pylint: disable=protected-access
     assert rules_fw._bundled(dict(row, uses_system=False), fw, "cu128", {}) != []  # pylint: disable=protected-access
+
+
+def test_tensorflow_after_another_framework_keeps_both(matrix):
+    found = checks(matrix, {"driver": "580.95.05"}, ["torch==2.9.1", "tensorflow==2.20.0"])
+    assert found == [
+        TORCH_291,
+        TORCH_291_LIBS,
+        (
+            "framework_driver",
+            "ok",
+            "tensorflow 2.20.0 (built for CUDA 12.5) is fully supported by driver 580.95.05 (needs >= 555.42.02)",
+        ),
+    ]
+
+
+def test_horovod_against_each_framework_on_the_host(matrix):
+    stack = si.from_versions({"horovod": "0.28.1"})
+    frameworks = ["jax[cuda12]==0.12.0", "torch==2.0.1+cu118", "tensorflow==2.20.0", "tensorflow==2.12.0"]
+    stack["frameworks"] = [si.from_versions({"framework": fw})["frameworks"][0] for fw in frameworks]
+    found = [(c["status"], c["message"]) for c in rules.evaluate(matrix, stack, today="2026-12-02")
+             if c["rule"] == "horovod_framework"]  # fmt: skip
+    assert found == [
+        ("unknown", "Horovod 0.28.1 with jax is not in the matrix"),
+        # The local version (+cu118) is not part of what the row's bounds compare.
+        ("ok", "Horovod 0.28.1 is tested with torch 2.0.1+cu118"),
+        ("unknown", "Horovod 0.28.1 is untested with tensorflow 2.20.0 (tested: <2.13)"),
+        ("ok", "Horovod 0.28.1 is tested with tensorflow 2.12.0"),
+    ]
