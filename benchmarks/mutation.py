@@ -84,6 +84,7 @@ TARGETS = {
     # The compatibility engine: the rules are reached through engine.evaluate, so their tests are the engine's.
     "_compat/matrix.py": [
         "tests/unit/stack/test_matrix.py",
+        "tests/unit/stack/test_matrix_edges.py",
         "tests/unit/stack/test_rules.py",
         "tests/unit/stack/test_rules_gpu.py",
         "tests/unit/stack/test_rules_gpu_edges.py",

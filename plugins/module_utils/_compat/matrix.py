@@ -125,7 +125,8 @@ def _resolve(row, sources, default_read, origin):
     ref = sources.get(row["source"]) if isinstance(row["source"], str) else None
     if isinstance(ref, dict):
         row["source"] = ", ".join(p for p in (ref.get("title"), ref.get("url")) if p)
-        row.setdefault("read", ref.get("read"))
+        if ref.get("read"):  # else the matrix's own date below, not None
+            row.setdefault("read", ref["read"])
     row.setdefault("read", default_read)
     if not row.get("read"):
         raise MatrixError(f"{origin} row {row['id']}: add `read: YYYY-MM-DD`, the date its source was read")
