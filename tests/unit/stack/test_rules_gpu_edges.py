@@ -93,22 +93,26 @@ def test_a_branch_alone_is_its_newest_release_for_the_open_modules_list(matrix):
     )
 
 
-def test_the_open_modules_list_messages_whole(matrix):
-    prefix = "open kernel modules do not list"
-    where = "among the GPUs they support (NVIDIA/open-gpu-kernel-modules at that release)"
-    # A branch that never listed it, with two later branches that do: both named.
-    assert (
-        "gpu_release",
-        "warning",
-        f"driver 545.29.06's {prefix} {H200} {where}: use 550.90.07 (branch 550), 555.42.06 (branch 555)",
-    ) in checks(matrix, {"driver": "545.29.06", "gpu": "NVIDIA H200"})
-    # Its own branch lists it later, and no later branch is in the row: the upgrade alone.
-    gb200 = "NVIDIA GB200 (Blackwell, compute capability 10.0, sm_100)"
-    assert (
-        "gpu_release",
-        "warning",
-        f"driver 570.86.15's {prefix} {gb200} {where}: upgrade to 570.123.01 or newer",
-    ) in checks(matrix, {"driver": "570.86.15", "gpu": "NVIDIA GB200"})
+@pytest.mark.parametrize(
+    ("driver", "gpu", "label", "fix"),
+    [
+        # A branch that never listed it, with two later branches that do: both named.
+        ("545.29.06", "NVIDIA H200", H200, "use 550.90.07 (branch 550), 555.42.06 (branch 555)"),
+        # Its own branch lists it later, and no later branch is in the row: the upgrade alone.
+        (
+            "570.86.15",
+            "NVIDIA GB200",
+            "NVIDIA GB200 (Blackwell, compute capability 10.0, sm_100)",
+            "upgrade to 570.123.01 or newer",
+        ),
+    ],
+)
+def test_the_open_modules_list_messages_whole(matrix, driver, gpu, label, fix):
+    message = (
+        f"driver {driver}'s open kernel modules do not list {label} among the GPUs they support "
+        f"(NVIDIA/open-gpu-kernel-modules at that release): {fix}"
+    )
+    assert ("gpu_release", "warning", message) in checks(matrix, {"driver": driver, "gpu": gpu})
 
 
 def test_each_library_is_judged_after_the_one_before_it_passed(matrix):
