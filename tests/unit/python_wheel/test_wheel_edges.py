@@ -58,10 +58,6 @@ def test_a_given_digest_is_tidied_then_held_to_64_hex_digits(given, expected):
             wh.expected_sha256("13.615.71", given, KNOWN, "pynvml_")
 
 
-def test_a_given_digest_wins_over_the_recorded_one():
-    assert wh.expected_sha256("13.615.71", "b" * 64, KNOWN, "pynvml_") == "b" * 64
-
-
 @pytest.mark.parametrize("known", [None, {}])
 def test_no_recorded_digests_says_none_and_the_variable_to_set(known):
     with pytest.raises(wh.WheelError) as err:
@@ -192,15 +188,10 @@ def test_host_files_are_joined_under_dest_in_path_order():
     assert got["/opt/p/b.py"] == "B"
 
 
-def test_the_build_key_counts_the_patch_text_and_what_it_builds_against_only_when_given():
+def test_an_empty_patch_or_library_set_is_no_part_of_the_build_key():
+    # tests/unit/horovod/test_build_key.py holds that every real difference changes the key.
     inputs = {"horovod": "0.28.1"}
     plain = wh.build_key(inputs, "cpython-311", "x86_64")
     assert wh.build_key(inputs, "cpython-311", "x86_64", patch="", against=None) == plain
     assert wh.build_key(inputs, "cpython-311", "x86_64", against={}) == plain
-    assert wh.build_key(inputs, "cpython-311", "x86_64", patch="x") != plain
-    assert wh.build_key(inputs, "cpython-311", "x86_64", patch="x") != wh.build_key(
-        inputs, "cpython-311", "x86_64", patch="y"
-    )
-    assert wh.build_key(inputs, "cpython-311", "x86_64", against={"cuda": "12.8"}) != plain
-    assert len(plain) == 16 and int(plain, 16) >= 0
     assert inputs == {"horovod": "0.28.1"}  # the caller's mapping is not changed

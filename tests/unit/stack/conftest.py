@@ -1,4 +1,5 @@
-"""Real NVIDIA files for stack_facts tests: NCCL and cuDNN from NVIDIA's PyPI wheels, torch's CPU wheel metadata.
+"""Real NVIDIA files for stack_facts tests: NCCL and cuDNN from NVIDIA's PyPI wheels, torch's CPU wheel metadata;
+and the shipped compatibility matrix, built, for the rule tests (`matrix`).
 
 The wheels are downloaded once with pip into .cache/wheels (gitignored) and unpacked into .cache/unpacked;
 without them (no network, no cache) the tests that need them are skipped, saying what they would check.
@@ -11,6 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
+from ansible_collections.gpufleet.stack.plugins.module_utils._compat import matrix as mx
 
 ROOT = Path(__file__).resolve().parents[3]
 WHEELS = ROOT / ".cache" / "wheels"
@@ -19,6 +22,7 @@ UNPACKED = ROOT / ".cache" / "unpacked"
 # (21903), cuDNN 9.6.0 the cuDNN 9 encoding (90600).
 NCCL = ("nvidia-nccl-cu12", "2.19.3", "nvidia_nccl_cu12-2.19.3-py3-none-manylinux1_x86_64.whl")
 CUDNN = ("nvidia-cudnn-cu12", "9.6.0.74", "nvidia_cudnn_cu12-9.6.0.74-py3-none-manylinux_2_27_x86_64.whl")
+MATRIX = ROOT / "data" / "compat_matrix.yml"
 TORCH_CPU = WHEELS / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"  # make setup (Makefile: wheels)
 
 
@@ -102,3 +106,9 @@ def place(src, dest):
     except OSError:
         shutil.copyfile(src, dest)
     return dest
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    """The shipped compatibility matrix (data/compat_matrix.yml), built and checked: one per test module."""
+    return mx.build(yaml.safe_load(MATRIX.read_text()))

@@ -15,11 +15,6 @@ TODAY = "2026-12-02"  # branches' end of life are judged on a fixed day
 SANDBOX = Path(__file__).resolve().parents[3] / "inventories" / "sandbox" / "group_vars" / "all.yml"
 
 
-@pytest.fixture(scope="module")
-def matrix():
-    return mx.build(yaml.safe_load(MATRIX.read_text()))
-
-
 def run(matrix, versions, expect=None, rule=None):
     checks = rules.evaluate(matrix, si.from_versions(versions), expect, today=TODAY)
     return [c for c in checks if rule is None or c["rule"] == rule]

@@ -2,16 +2,11 @@
 none lost to the one before it, whatever that one's verdict), ROCm builds, where a CUDA major came from, whole
 messages for the libraries a wheel loads, and a row that says the framework loads the system's libraries."""
 
-from pathlib import Path
-
 import pytest
-import yaml
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import engine as rules
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import inputs as si
-from ansible_collections.gpufleet.stack.plugins.module_utils._compat import matrix as mx
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import rules_fw
 
-MATRIX = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yml"
 TORCH_291 = (
     "framework_driver",
     "ok",
@@ -19,11 +14,6 @@ TORCH_291 = (
     "(needs >= 570.26)",
 )
 TORCH_291_LIBS = ("framework_libraries", "ok", "torch 2.9.1 (cu128) loads its bundled cudnn 9.10.2.21, nccl 2.27.5")
-
-
-@pytest.fixture(scope="module")
-def matrix():
-    return mx.build(yaml.safe_load(MATRIX.read_text()))
 
 
 def checks(matrix, versions, frameworks):

@@ -2,22 +2,12 @@
 sandbox/nvml-sim/samples/real), real driver versions and real wheels: the driver branch drives the architecture,
 every toolkit and framework build compiles for it, the kernel-module flavour drives it."""
 
-from pathlib import Path
-
 import pytest
-import yaml
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import engine as rules
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import inputs as si
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import matrix as mx
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat.inputs import parse_gpu
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat.rules_gpu import carries_code
-
-MATRIX = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yml"
-
-
-@pytest.fixture(scope="module")
-def matrix():
-    return mx.build(yaml.safe_load(MATRIX.read_text()))
 
 
 def gpu_checks(matrix, versions, gpus=None):

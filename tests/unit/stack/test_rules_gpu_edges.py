@@ -2,23 +2,13 @@
 (each judged, none lost to the one before it), a compute capability given beside an unknown name, a driver branch
 given alone, and PTX that runs forward only from its own target."""
 
-from pathlib import Path
-
 import pytest
-import yaml
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import engine as rules
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import inputs as si
-from ansible_collections.gpufleet.stack.plugins.module_utils._compat import matrix as mx
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat.rules_gpu import carries_code
 
-MATRIX = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yml"
 T4 = "Tesla T4 (Turing, compute capability 7.5, sm_75)"
 H200 = "NVIDIA H200 (Hopper, compute capability 9.0, sm_90)"
-
-
-@pytest.fixture(scope="module")
-def matrix():
-    return mx.build(yaml.safe_load(MATRIX.read_text()))
 
 
 def checks(matrix, versions, gpus=None):

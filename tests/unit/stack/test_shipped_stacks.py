@@ -12,7 +12,6 @@ import pytest
 import yaml
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import engine as rules
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import inputs as si
-from ansible_collections.gpufleet.stack.plugins.module_utils._compat import matrix as mx
 
 ROOT = Path(__file__).resolve().parents[3]
 # The GPUs `make demo` simulates (its PROFILE): the sandbox's stacks are judged against them too.
@@ -39,11 +38,6 @@ def shipped():
 
 
 SHIPPED = shipped()
-
-
-@pytest.fixture(scope="module")
-def matrix():
-    return mx.build(yaml.safe_load((ROOT / "data" / "compat_matrix.yml").read_text()))
 
 
 def test_the_readme_shows_a_stack_and_every_shipped_one_names_the_toolkit():

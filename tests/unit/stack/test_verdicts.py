@@ -9,17 +9,11 @@ import pytest
 import yaml
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import engine as rules
 from ansible_collections.gpufleet.stack.plugins.module_utils._compat import inputs as si
-from ansible_collections.gpufleet.stack.plugins.module_utils._compat import matrix as mx
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = yaml.safe_load((ROOT / "docs" / "stacks.yml").read_text())
 STACKS, AS_OF = DOC["stacks"], str(DOC["as_of"])
 ORDER = ("violation", "unknown", "warning", "ok")
-
-
-@pytest.fixture(scope="module")
-def matrix():
-    return mx.build(yaml.safe_load((ROOT / "data" / "compat_matrix.yml").read_text()))
 
 
 def test_at_least_40_stacks_of_every_verdict():
